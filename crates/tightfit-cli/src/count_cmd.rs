@@ -1,0 +1,266 @@
+//! `tightfit count`: tokens per message, per role, in total, and as a share of the window.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use tightfit::format::{self, FormatHint};
+use tightfit::models::{ModelInfo, Registry};
+use tightfit::tokens::{ChatCounter, Count};
+
+use crate::input::{self, Record};
+
+/// What `count` was asked to do.
+pub struct Options {
+    /// `--model`, or `None` to use each request's `model`.
+    pub model: Option<String>,
+    /// `--format`.
+    pub hint: FormatHint,
+    /// `--json`.
+    pub json: bool,
+}
+
+/// One counted conversation.
+struct Counted<'r> {
+    line: usize,
+    id: Option<String>,
+    model: &'r ModelInfo,
+    roles: Vec<String>,
+    count: Count,
+}
+
+/// Counts every conversation of `file`; returns `Ok(false)` when some could not be read
+/// (each is reported on standard error with its line), after printing the others.
+pub fn run(registry: &Registry, file: &Path, options: &Options) -> anyhow::Result<bool> {
+    let (name, records) = input::read(file)?;
+    let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
+    let counters = Counters::default();
+    let progress = progress_bar(records.len());
+    let results: Vec<Result<Counted, String>> = records
+        .par_iter()
+        .map(|record| {
+            let result = count_record(registry, fixed_model, &counters, record, options.hint);
+            progress.inc(1);
+            result.map_err(|e| format!("{name}:{}: {e:#}", record.line))
+        })
+        .collect();
+    progress.finish_and_clear();
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut ok = true;
+    let counted: Vec<&Counted> = results
+        .iter()
+        .filter_map(|r| match r {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("tightfit: {e}");
+                ok = false;
+                None
+            }
+        })
+        .collect();
+    if options.json {
+        for c in &counted {
+            serde_json::to_writer(&mut out, &to_json(c))?;
+            out.write_all(b"\n")?;
+        }
+    } else if records.len() == 1 {
+        if let Some(c) = counted.first() {
+            write_detail(c, &mut out)?;
+        }
+    } else {
+        write_summary(&counted, &mut out)?;
+    }
+    out.flush()?;
+    Ok(ok)
+}
+
+/// One counter per model, shared by the worker threads.
+#[derive(Default)]
+struct Counters(Mutex<HashMap<String, ChatCounter>>);
+
+impl Counters {
+    fn get(&self, model: &ModelInfo) -> ChatCounter {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(model.qualified_id()).or_insert_with(|| ChatCounter::for_family(model.tokenizer)).clone()
+    }
+}
+
+fn count_record<'r>(
+    registry: &'r Registry,
+    fixed_model: Option<&'r ModelInfo>,
+    counters: &Counters,
+    record: &Record,
+    hint: FormatHint,
+) -> anyhow::Result<Counted<'r>> {
+    let conversation = format::parse_str(&record.text, hint).map_err(|e| match e {
+        // a JSON Lines record's own line 1 is the file's line `record.line`
+        format::FormatError::Syntax { line, column, reason } => {
+            anyhow!("invalid JSON at line {}, column {column}: {reason}", record.line + line - 1)
+        }
+        other => anyhow!(other),
+    })?;
+    let request = conversation.request.as_ref();
+    let model = match fixed_model {
+        Some(model) => model,
+        None => {
+            let name = request
+                .and_then(|r| r.model.as_deref())
+                .ok_or_else(|| anyhow!("no model: pass --model, or give a request body with `model`"))?;
+            registry.lookup(name)?
+        }
+    };
+    let counter = counters.get(model);
+    let count = counter.count(&conversation.messages, conversation.tools.as_deref());
+    let id = request.and_then(|r| r.extra.get("id")).and_then(Value::as_str).map(String::from);
+    let roles = conversation.messages.iter().map(|m| m.role_name().to_string()).collect();
+    Ok(Counted { line: record.line, id, model, roles, count })
+}
+
+fn progress_bar(len: usize) -> ProgressBar {
+    if len < 2 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} conversations {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn share(part: usize, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// Tokens per role, in order of first appearance.
+fn by_role(c: &Counted) -> Vec<(String, usize)> {
+    let mut totals: Vec<(String, usize)> = Vec::new();
+    for (role, tokens) in c.roles.iter().zip(&c.count.per_message) {
+        match totals.iter_mut().find(|(r, _)| r == role) {
+            Some((_, total)) => *total += tokens,
+            None => totals.push((role.clone(), *tokens)),
+        }
+    }
+    totals
+}
+
+fn to_json(c: &Counted) -> Value {
+    let total = c.count.total;
+    let messages: Vec<Value> = c
+        .roles
+        .iter()
+        .zip(&c.count.per_message)
+        .enumerate()
+        .map(|(index, (role, tokens))| {
+            json!({"index": index, "role": role, "tokens": tokens, "share": round(share(*tokens, total as u64))})
+        })
+        .collect();
+    let roles: serde_json::Map<String, Value> =
+        by_role(c).into_iter().map(|(role, tokens)| (role, json!(tokens))).collect();
+    json!({
+        "line": c.line,
+        "id": c.id,
+        "model": c.model.qualified_id(),
+        "context_window": c.model.context_window,
+        "total": total,
+        "window_share": round(share(total, c.model.context_window)),
+        "tools": c.count.tools,
+        "priming": c.count.priming,
+        "by_role": roles,
+        "messages": messages,
+    })
+}
+
+fn round(percent: f64) -> f64 {
+    (percent * 100.0).round() / 100.0
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn write_detail(c: &Counted, out: &mut impl Write) -> std::io::Result<()> {
+    let total = c.count.total;
+    let window = c.model.context_window;
+    writeln!(
+        out,
+        "{}  ·  window {} tokens  ·  {}",
+        c.model.qualified_id(),
+        thousands(window),
+        c.model.tokenizer.as_str()
+    )?;
+    writeln!(out, "{:>6}  {:<10} {:>10} {:>7}", "#", "role", "tokens", "share")?;
+    for (index, (role, tokens)) in c.roles.iter().zip(&c.count.per_message).enumerate() {
+        writeln!(
+            out,
+            "{index:>6}  {role:<10} {:>10} {:>6.1}%",
+            thousands(*tokens as u64),
+            share(*tokens, total as u64)
+        )?;
+    }
+    let roles: Vec<String> = by_role(c)
+        .into_iter()
+        .map(|(role, tokens)| {
+            format!("{role} {} ({:.1}%)", thousands(tokens as u64), share(tokens, total as u64))
+        })
+        .collect();
+    writeln!(out, "by role: {}", roles.join("  ·  "))?;
+    writeln!(out, "tool schemas {}  ·  reply priming {}", c.count.tools, c.count.priming)?;
+    writeln!(
+        out,
+        "total {} tokens  ·  {:.1}% of the {}-token window",
+        thousands(total as u64),
+        share(total, window),
+        thousands(window)
+    )
+}
+
+fn write_summary(counted: &[&Counted], out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(out, "{:>6}  {:<40} {:>8} {:>12} {:>8}", "line", "id", "messages", "tokens", "window")?;
+    let (mut messages, mut tokens) = (0usize, 0usize);
+    for c in counted {
+        let id = c.id.as_deref().unwrap_or("-");
+        let id: String = if id.chars().count() > 40 {
+            id.chars().take(39).chain(['…']).collect()
+        } else {
+            id.to_string()
+        };
+        writeln!(
+            out,
+            "{:>6}  {:<40} {:>8} {:>12} {:>7.1}%",
+            c.line,
+            id,
+            c.roles.len(),
+            thousands(c.count.total as u64),
+            share(c.count.total, c.model.context_window)
+        )?;
+        messages += c.roles.len();
+        tokens += c.count.total;
+    }
+    writeln!(
+        out,
+        "{} conversations  ·  {} messages  ·  {} tokens",
+        thousands(counted.len() as u64),
+        thousands(messages as u64),
+        thousands(tokens as u64)
+    )
+}

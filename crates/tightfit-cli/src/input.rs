@@ -1,0 +1,49 @@
+//! Reading the conversations of an input file: one JSON document, or JSON Lines.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::Context;
+
+/// One conversation's text and where it came from.
+pub struct Record {
+    /// The 1-based line it starts on (1 for a single document).
+    pub line: usize,
+    /// Its JSON text.
+    pub text: String,
+}
+
+/// Reads `path` (`-` for standard input) into records.
+///
+/// A file is JSON Lines when its name ends in `.jsonl` or `.ndjson`, or when it is not one
+/// JSON document but its first line is; blank lines are skipped. Otherwise it is one document.
+pub fn read(path: &Path) -> anyhow::Result<(String, Vec<Record>)> {
+    let (name, text) = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("cannot read standard input")?;
+        ("<stdin>".to_string(), text)
+    } else {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        (path.display().to_string(), text)
+    };
+    let by_extension = path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson");
+    let records = if by_extension || looks_like_json_lines(&text) {
+        text.lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(i, line)| Record { line: i + 1, text: line.to_string() })
+            .collect()
+    } else {
+        vec![Record { line: 1, text }]
+    };
+    Ok((name, records))
+}
+
+/// Whether `text` is several JSON documents, one per line, rather than one document.
+fn looks_like_json_lines(text: &str) -> bool {
+    let mut documents = text.lines().filter(|l| !l.trim().is_empty());
+    let (Some(first), Some(_)) = (documents.next(), documents.next()) else { return false };
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
+        && serde_json::from_str::<serde::de::IgnoredAny>(first).is_ok()
+}

@@ -1,0 +1,193 @@
+//! Wire formats: reading and writing OpenAI Chat Completions and Anthropic Messages.
+//!
+//! Reading is lossless: every field tightfit does not interpret is kept in an `extra` map and
+//! written back, so `write(parse(json)) == json` (as JSON values) for any input the reader
+//! accepts. Errors name the place: malformed JSON gives line and column, a wrong shape gives
+//! the path (`messages[12].tool_calls[0].function.arguments: expected a string, found null`).
+//!
+//! An input is either a bare JSON array of messages or an object with a `messages` array (a
+//! request body, or any record that carries one — its other fields are kept).
+
+mod anthropic;
+mod convert;
+mod detect;
+mod openai;
+pub(crate) mod path;
+
+use serde_json::Value;
+
+use crate::message::{Extra, Message, Tool};
+
+pub use convert::{convert, Conversion};
+pub use detect::detect;
+
+/// A wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// OpenAI Chat Completions (also what most OpenAI-compatible servers speak).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Format {
+    /// The format's name on the command line and in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "openai" => Ok(Format::OpenAi),
+            "anthropic" => Ok(Format::Anthropic),
+            other => Err(format!("unknown format {other:?} (expected openai or anthropic)")),
+        }
+    }
+}
+
+/// An error in an input document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The text is not JSON.
+    #[error("invalid JSON at line {line}, column {column}: {reason}")]
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the JSON parser said.
+        reason: String,
+    },
+    /// The JSON does not have the shape of a conversation.
+    #[error("{path}: {reason}")]
+    Shape {
+        /// Where, for example `messages[3].content[0].text`.
+        path: String,
+        /// What is wrong there.
+        reason: String,
+    },
+}
+
+impl FormatError {
+    fn from_json(err: serde_json::Error) -> FormatError {
+        FormatError::Syntax {
+            line: err.line(),
+            column: err.column(),
+            reason: strip_position(&err.to_string()),
+        }
+    }
+}
+
+/// serde_json appends " at line L column C" to its messages; we report those separately.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// A conversation read from one document: its messages, its tool schemas, and, when the
+/// input was an object rather than a bare array, that object's other fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// The format it was read from (and is written back in by default).
+    pub format: Format,
+    /// The messages, system prompt first for Anthropic input that has one.
+    pub messages: Vec<Message>,
+    /// The tool schemas offered to the model (`tools`), if the input had them.
+    pub tools: Option<Vec<Tool>>,
+    /// The request fields around the messages; `None` for a bare array of messages.
+    pub request: Option<RequestFields>,
+}
+
+/// The fields of a request body other than the messages and tools.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestFields {
+    /// `model`.
+    pub model: Option<String>,
+    /// `max_tokens`: the output budget the caller reserved.
+    pub max_tokens: Option<u64>,
+    /// OpenAI `max_completion_tokens` (reasoning models).
+    pub max_completion_tokens: Option<u64>,
+    /// Every other field, in order (`temperature`, `stream`, or a record's `id` and `meta`).
+    pub extra: Extra,
+}
+
+impl RequestFields {
+    /// The output tokens the request reserves, if it says.
+    pub fn reserved_output(&self) -> Option<u64> {
+        self.max_completion_tokens.or(self.max_tokens)
+    }
+}
+
+/// Which format to read an input as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FormatHint {
+    /// Decide from the document's shape (see [`detect`]).
+    #[default]
+    Auto,
+    /// This format.
+    Exactly(Format),
+}
+
+/// Reads one document from JSON text.
+pub fn parse_str(text: &str, hint: FormatHint) -> Result<Conversation, FormatError> {
+    let value: Value = serde_json::from_str(text).map_err(FormatError::from_json)?;
+    parse_value(value, hint)
+}
+
+/// Reads one document from a JSON value, taking ownership so strings are moved, not copied.
+pub fn parse_value(value: Value, hint: FormatHint) -> Result<Conversation, FormatError> {
+    let format = match hint {
+        FormatHint::Auto => detect(&value),
+        FormatHint::Exactly(format) => format,
+    };
+    match format {
+        Format::OpenAi => openai::read_document(value),
+        Format::Anthropic => anthropic::read_document(value),
+    }
+}
+
+/// Writes a conversation as a JSON value in `format`.
+///
+/// Writing in the format it was read from gives back the input. Writing in the other format
+/// converts it; use [`convert`] instead to learn what the conversion could not carry over.
+pub fn to_value(conversation: &Conversation, format: Format) -> Value {
+    if format == conversation.format {
+        match format {
+            Format::OpenAi => openai::write_document(conversation),
+            Format::Anthropic => anthropic::write_document(conversation),
+        }
+    } else {
+        let converted = convert(conversation, format);
+        to_value(&converted.conversation, format)
+    }
+}
+
+/// Writes a conversation as compact JSON text in `format`.
+pub fn to_string(conversation: &Conversation, format: Format) -> String {
+    to_value(conversation, format).to_string()
+}
+
+/// Reads a bare list of messages in `format` (no request envelope).
+pub fn parse_messages(value: Value, format: Format) -> Result<Vec<Message>, FormatError> {
+    let items = path::array(value, &path::Path::root("messages"))?;
+    let conversation = parse_value(Value::Array(items), FormatHint::Exactly(format))?;
+    Ok(conversation.messages)
+}
+
+/// Writes messages as a JSON array in `format` (an Anthropic system prompt is written as a
+/// `system` message at the head, since a bare list has nowhere else to put it).
+pub fn messages_to_value(messages: &[Message], format: Format) -> Value {
+    let conversation = Conversation { format, messages: messages.to_vec(), tools: None, request: None };
+    to_value(&conversation, format)
+}

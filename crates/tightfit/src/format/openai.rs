@@ -1,0 +1,541 @@
+//! OpenAI Chat Completions: reading and writing messages, tools and request bodies.
+//!
+//! Interpreted message fields: `role`, `content` (string, null, or parts: `text`,
+//! `image_url`, `input_audio`, `file`, `refusal`), `name`, `tool_calls`, `tool_call_id`,
+//! legacy `function_call`, and the reasoning fields OpenAI-compatible servers add
+//! (`reasoning_content`, `reasoning`) as thinking parts. A field with a value we do not
+//! interpret (`"name": null`, `"tool_calls": []`, an object-valued `reasoning`, a string
+//! `function_call`) is kept as an extra field, so it comes back as it was.
+
+use serde_json::{Map, Value};
+
+use super::path::{array, object, string, take, Path};
+use super::{anthropic, Conversation, Format, FormatError, RequestFields};
+use crate::message::{
+    Arguments, AudioPart, CallStyle, ContentForm, Extra, FilePart, ImagePart, ImageSource, ImageStyle,
+    Message, Part, RefusalPart, Role, TextPart, ThinkingOrigin, ThinkingPart, Tool, ToolCall, ToolStyle,
+};
+
+pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
+    match value {
+        Value::Array(items) => Ok(Conversation {
+            format: Format::OpenAi,
+            messages: read_messages(items, &Path::root("messages"))?,
+            tools: None,
+            request: None,
+        }),
+        Value::Object(mut map) => {
+            let root = Path::root("");
+            let Some(messages) = take(&mut map, "messages") else {
+                return Err(root.error("expected a list of messages or an object with `messages`"));
+            };
+            let messages = read_messages(array(messages, &root.key("messages"))?, &root.key("messages"))?;
+            let tools = match take(&mut map, "tools") {
+                Some(Value::Array(items)) => Some(read_tools(items, &root.key("tools"))?),
+                Some(Value::Null) => {
+                    // an explicit null stays where the caller put it
+                    map.insert("tools".into(), Value::Null);
+                    None
+                }
+                None => None,
+                Some(other) => return Err(root.key("tools").expected("an array", &other)),
+            };
+            let request = read_request_fields(map, &root)?;
+            Ok(Conversation { format: Format::OpenAi, messages, tools, request: Some(request) })
+        }
+        other => Err(Path::root("").expected("an array of messages or an object", &other)),
+    }
+}
+
+/// Reads `model`, `max_tokens` and `max_completion_tokens`; everything else stays extra.
+pub(super) fn read_request_fields(
+    map: Map<String, Value>,
+    root: &Path,
+) -> Result<RequestFields, FormatError> {
+    let mut fields = RequestFields::default();
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("model", Value::String(s)) => fields.model = Some(s),
+            ("max_tokens", Value::Number(n)) if n.as_u64().is_some() => fields.max_tokens = n.as_u64(),
+            ("max_completion_tokens", Value::Number(n)) if n.as_u64().is_some() => {
+                fields.max_completion_tokens = n.as_u64()
+            }
+            ("max_tokens" | "max_completion_tokens", v @ (Value::Number(_) | Value::String(_)))
+            | ("model", v @ (Value::Number(_) | Value::Bool(_))) => {
+                let what = if key == "model" { "a string" } else { "a non-negative integer" };
+                return Err(root.key(&key).expected(what, &v));
+            }
+            (_, value) => {
+                fields.extra.insert(key, value);
+            }
+        }
+    }
+    Ok(fields)
+}
+
+pub(super) fn read_messages(items: Vec<Value>, at: &Path) -> Result<Vec<Message>, FormatError> {
+    items.into_iter().enumerate().map(|(i, item)| read_message(item, &at.index(i))).collect()
+}
+
+fn read_message(value: Value, at: &Path) -> Result<Message, FormatError> {
+    let map = object(value, at)?;
+    let mut role = None;
+    let mut content = None;
+    let mut name = None;
+    let mut tool_call_id = None;
+    let mut thinking = Vec::new();
+    let mut calls = Vec::new();
+    let mut extra = Extra::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "role" => {
+                let text = string(value, &at.key("role"))?;
+                match Role::from_wire(&text) {
+                    Some(known) => role = Some(known),
+                    None => {
+                        role = Some(Role::Other);
+                        extra.insert(key, Value::String(text));
+                    }
+                }
+            }
+            "content" => content = Some(value),
+            "name" if value.is_string() => name = Some(string(value, &at.key("name"))?),
+            "tool_call_id" if value.is_string() => {
+                tool_call_id = Some(string(value, &at.key("tool_call_id"))?)
+            }
+            "tool_calls" if value.as_array().is_some_and(|a| !a.is_empty()) => {
+                let at = at.key("tool_calls");
+                for (i, item) in array(value, &at)?.into_iter().enumerate() {
+                    calls.push(Part::ToolCall(read_tool_call(item, &at.index(i))?));
+                }
+            }
+            "function_call" if value.is_object() => {
+                calls.push(Part::ToolCall(read_legacy_call(value, &at.key("function_call"))?));
+            }
+            "reasoning_content" | "reasoning" if value.is_string() => {
+                let origin = if key == "reasoning" {
+                    ThinkingOrigin::Reasoning
+                } else {
+                    ThinkingOrigin::ReasoningContent
+                };
+                thinking.push(Part::Thinking(ThinkingPart {
+                    text: string(value, at)?,
+                    signature: None,
+                    origin,
+                    extra: Extra::new(),
+                }));
+            }
+            // a legacy `function_call` that is not an object (AG2 tests write a string) is
+            // kept as it came; it calls nothing
+            "name" | "tool_call_id" | "tool_calls" if !matches!(value, Value::Null | Value::Array(_)) => {
+                let what = if key == "tool_calls" { "an array" } else { "a string" };
+                return Err(at.key(&key).expected(what, &value));
+            }
+            _ => {
+                extra.insert(key, value);
+            }
+        }
+    }
+    let role = role.ok_or_else(|| at.error("missing `role`"))?;
+    let (content_form, content_parts) = match content {
+        None => (ContentForm::Absent, Vec::new()),
+        Some(value) => read_content(value, &at.key("content"))?,
+    };
+    let mut parts = thinking;
+    parts.extend(content_parts);
+    parts.extend(calls);
+    Ok(Message { role, parts, name, tool_call_id, content_form, extra })
+}
+
+/// Reads a `content` value: null, a string, or a list of parts.
+pub(super) fn read_content(value: Value, at: &Path) -> Result<(ContentForm, Vec<Part>), FormatError> {
+    match value {
+        Value::Null => Ok((ContentForm::Null, Vec::new())),
+        Value::String(text) => Ok((ContentForm::Text, vec![Part::Text(TextPart::new(text))])),
+        Value::Array(items) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                parts.push(read_part(item, &at.index(i))?);
+            }
+            Ok((ContentForm::Parts, parts))
+        }
+        other => Err(at.expected("a string, null or an array of parts", &other)),
+    }
+}
+
+fn read_part(value: Value, at: &Path) -> Result<Part, FormatError> {
+    let Value::Object(mut map) = value else {
+        return Ok(Part::Opaque(value));
+    };
+    let kind = match map.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        _ => return Ok(Part::Opaque(Value::Object(map))),
+    };
+    match kind.as_str() {
+        "text" => {
+            take(&mut map, "type");
+            let text = take(&mut map, "text").ok_or_else(|| at.error("missing `text`"))?;
+            Ok(Part::Text(TextPart { text: string(text, &at.key("text"))?, extra: map }))
+        }
+        "image_url" => {
+            let inner = match take(&mut map, "image_url") {
+                Some(Value::Object(inner)) => inner,
+                Some(other) => return Err(at.key("image_url").expected("an object", &other)),
+                None => return Err(at.error("missing `image_url`")),
+            };
+            take(&mut map, "type");
+            let at_inner = at.key("image_url");
+            let mut inner_extra = Extra::new();
+            let mut url = None;
+            let mut detail = None;
+            for (key, value) in inner {
+                match key.as_str() {
+                    "url" => url = Some(string(value, &at_inner.key("url"))?),
+                    "detail" if value.is_string() => detail = Some(string(value, &at_inner)?),
+                    _ => {
+                        inner_extra.insert(key, value);
+                    }
+                }
+            }
+            let url = url.ok_or_else(|| at_inner.error("missing `url`"))?;
+            Ok(Part::Image(ImagePart {
+                source: ImageSource::Url(url),
+                detail,
+                style: ImageStyle::OpenAi,
+                extra: map,
+                inner_extra,
+            }))
+        }
+        "input_audio" => {
+            let mut inner = match take(&mut map, "input_audio") {
+                Some(value) => object(value, &at.key("input_audio"))?,
+                None => return Err(at.error("missing `input_audio`")),
+            };
+            take(&mut map, "type");
+            let at_inner = at.key("input_audio");
+            let data = take(&mut inner, "data").ok_or_else(|| at_inner.error("missing `data`"))?;
+            let data = string(data, &at_inner.key("data"))?;
+            let format = match take(&mut inner, "format") {
+                Some(Value::String(s)) => Some(s),
+                Some(other) => {
+                    inner.insert("format".into(), other);
+                    None
+                }
+                None => None,
+            };
+            Ok(Part::Audio(AudioPart { data, format, extra: map, inner_extra: inner }))
+        }
+        "file" => {
+            take(&mut map, "type");
+            Ok(Part::File(FilePart { kind, fields: map }))
+        }
+        "refusal" => {
+            take(&mut map, "type");
+            let refusal = take(&mut map, "refusal").ok_or_else(|| at.error("missing `refusal`"))?;
+            Ok(Part::Refusal(RefusalPart { refusal: string(refusal, &at.key("refusal"))?, extra: map }))
+        }
+        _ => anthropic::read_block(Value::Object(map), at),
+    }
+}
+
+fn read_tool_call(value: Value, at: &Path) -> Result<ToolCall, FormatError> {
+    let mut map = object(value, at)?;
+    let id = match take(&mut map, "id") {
+        Some(Value::String(id)) => Some(id),
+        Some(other) => return Err(at.key("id").expected("a string", &other)),
+        None => None,
+    };
+    let style = match map.get("type").and_then(Value::as_str) {
+        None | Some("function") => CallStyle::OpenAiFunction,
+        Some("custom") => CallStyle::OpenAiCustom,
+        Some(other) => {
+            return Err(at.key("type").error(format!(
+                "unsupported tool call type {other:?} (expected \"function\" or \"custom\")"
+            )))
+        }
+    };
+    let (inner_key, args_key) = match style {
+        CallStyle::OpenAiCustom => ("custom", "input"),
+        _ => ("function", "arguments"),
+    };
+    let at_inner = at.key(inner_key);
+    let inner = take(&mut map, inner_key).ok_or_else(|| at.error(format!("missing `{inner_key}`")))?;
+    let mut inner = object(inner, &at_inner)?;
+    let name = take(&mut inner, "name").ok_or_else(|| at_inner.error("missing `name`"))?;
+    let name = string(name, &at_inner.key("name"))?;
+    let arguments =
+        take(&mut inner, args_key).ok_or_else(|| at_inner.error(format!("missing `{args_key}`")))?;
+    let arguments = Arguments::Text(string(arguments, &at_inner.key(args_key))?);
+    Ok(ToolCall { id, name, arguments, style, extra: map, inner_extra: inner })
+}
+
+fn read_legacy_call(value: Value, at: &Path) -> Result<ToolCall, FormatError> {
+    let mut inner = object(value, at)?;
+    let name = take(&mut inner, "name").ok_or_else(|| at.error("missing `name`"))?;
+    let name = string(name, &at.key("name"))?;
+    let arguments = take(&mut inner, "arguments").ok_or_else(|| at.error("missing `arguments`"))?;
+    let arguments = Arguments::Text(string(arguments, &at.key("arguments"))?);
+    Ok(ToolCall {
+        id: None,
+        name,
+        arguments,
+        style: CallStyle::OpenAiLegacy,
+        extra: Extra::new(),
+        inner_extra: inner,
+    })
+}
+
+pub(super) fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, FormatError> {
+    let mut tools = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let at = at.index(i);
+        let mut map = object(item, &at)?;
+        let is_function = map.get("type").and_then(Value::as_str) == Some("function")
+            && map.get("function").is_some_and(Value::is_object);
+        if !is_function {
+            let name = map.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            tools.push(Tool {
+                name,
+                description: None,
+                parameters: None,
+                style: ToolStyle::Other,
+                extra: map,
+                inner_extra: Extra::new(),
+            });
+            continue;
+        }
+        let at_inner = at.key("function");
+        let mut inner = object(take(&mut map, "function").unwrap_or_default(), &at_inner)?;
+        let name = take(&mut inner, "name").ok_or_else(|| at_inner.error("missing `name`"))?;
+        let name = string(name, &at_inner.key("name"))?;
+        let description = match take(&mut inner, "description") {
+            Some(Value::String(s)) => Some(s),
+            Some(other) => return Err(at_inner.key("description").expected("a string", &other)),
+            None => None,
+        };
+        let parameters = take(&mut inner, "parameters");
+        tools.push(Tool {
+            name,
+            description,
+            parameters,
+            style: ToolStyle::OpenAi,
+            extra: map,
+            inner_extra: inner,
+        });
+    }
+    Ok(tools)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+pub(super) fn write_document(conversation: &Conversation) -> Value {
+    let messages = Value::Array(conversation.messages.iter().map(write_message).collect());
+    let Some(request) = &conversation.request else {
+        return messages;
+    };
+    let mut out = Map::new();
+    if let Some(model) = &request.model {
+        out.insert("model".into(), Value::String(model.clone()));
+    }
+    out.insert("messages".into(), messages);
+    if let Some(tools) = &conversation.tools {
+        out.insert("tools".into(), Value::Array(tools.iter().map(write_tool).collect()));
+    }
+    if let Some(n) = request.max_tokens {
+        out.insert("max_tokens".into(), n.into());
+    }
+    if let Some(n) = request.max_completion_tokens {
+        out.insert("max_completion_tokens".into(), n.into());
+    }
+    extend_missing(&mut out, &request.extra);
+    Value::Object(out)
+}
+
+/// Adds the extra fields that the typed fields did not already write.
+pub(super) fn extend_missing(out: &mut Map<String, Value>, extra: &Extra) {
+    for (key, value) in extra {
+        if !out.contains_key(key) {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// Writes one message in OpenAI form.
+pub(crate) fn write_message(message: &Message) -> Value {
+    let mut out = Map::new();
+    if message.role != Role::Other {
+        // an unknown role is written from `extra`, where it was kept
+        out.insert("role".into(), Value::String(message.role.as_str().into()));
+    }
+    if let Some(name) = &message.name {
+        out.insert("name".into(), Value::String(name.clone()));
+    }
+    let content: Vec<&Part> = message
+        .parts
+        .iter()
+        .filter(|p| !matches!(p, Part::Thinking(t) if t.origin != ThinkingOrigin::Block))
+        .filter(|p| !matches!(p, Part::ToolCall(_)))
+        .collect();
+    if let Some(value) = write_content(message.content_form, &content) {
+        out.insert("content".into(), value);
+    }
+    for origin in [ThinkingOrigin::ReasoningContent, ThinkingOrigin::Reasoning] {
+        let texts: Vec<&str> = message
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Thinking(t) if t.origin == origin => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !texts.is_empty() {
+            let key = if origin == ThinkingOrigin::Reasoning { "reasoning" } else { "reasoning_content" };
+            out.insert(key.into(), Value::String(texts.join("\n")));
+        }
+    }
+    let calls: Vec<Value> =
+        message.tool_calls().filter(|c| c.style != CallStyle::OpenAiLegacy).map(write_tool_call).collect();
+    if !calls.is_empty() {
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(legacy) = message.tool_calls().find(|c| c.style == CallStyle::OpenAiLegacy) {
+        let mut inner = Map::new();
+        inner.insert("name".into(), Value::String(legacy.name.clone()));
+        inner.insert("arguments".into(), Value::String(legacy.arguments.to_json_string()));
+        extend_missing(&mut inner, &legacy.inner_extra);
+        out.insert("function_call".into(), Value::Object(inner));
+    }
+    if let Some(id) = &message.tool_call_id {
+        out.insert("tool_call_id".into(), Value::String(id.clone()));
+    }
+    extend_missing(&mut out, &message.extra);
+    Value::Object(out)
+}
+
+/// Writes content parts in the shape `form` asks for, if it can (a string needs exactly one
+/// plain text part); `None` means no `content` key.
+fn write_content(form: ContentForm, parts: &[&Part]) -> Option<Value> {
+    match (form, parts) {
+        (ContentForm::Absent, []) => None,
+        (ContentForm::Null, []) => Some(Value::Null),
+        (ContentForm::Text, []) => Some(Value::String(String::new())),
+        (ContentForm::Text | ContentForm::Null | ContentForm::Absent, [Part::Text(t)])
+            if t.extra.is_empty() =>
+        {
+            Some(Value::String(t.text.clone()))
+        }
+        _ => Some(Value::Array(parts.iter().map(|p| write_part(p)).collect())),
+    }
+}
+
+/// Writes one content part in OpenAI form; parts OpenAI has no shape for (tool results,
+/// signed thinking) are written as Anthropic blocks rather than lost.
+pub(crate) fn write_part(part: &Part) -> Value {
+    let mut out = Map::new();
+    match part {
+        Part::Text(t) => {
+            out.insert("type".into(), "text".into());
+            out.insert("text".into(), Value::String(t.text.clone()));
+            extend_missing(&mut out, &t.extra);
+        }
+        Part::Image(image) => {
+            let url = match &image.source {
+                ImageSource::Url(url) => url.clone(),
+                ImageSource::Base64 { media_type, data } => {
+                    format!("data:{media_type};base64,{data}")
+                }
+                ImageSource::Other(_) => return anthropic::write_block(part),
+            };
+            let mut inner = Map::new();
+            inner.insert("url".into(), Value::String(url));
+            if let Some(detail) = &image.detail {
+                inner.insert("detail".into(), Value::String(detail.clone()));
+            }
+            if image.style == ImageStyle::OpenAi {
+                extend_missing(&mut inner, &image.inner_extra);
+            }
+            out.insert("type".into(), "image_url".into());
+            out.insert("image_url".into(), Value::Object(inner));
+            extend_missing(&mut out, &image.extra);
+        }
+        Part::Audio(audio) => {
+            let mut inner = Map::new();
+            inner.insert("data".into(), Value::String(audio.data.clone()));
+            if let Some(format) = &audio.format {
+                inner.insert("format".into(), Value::String(format.clone()));
+            }
+            extend_missing(&mut inner, &audio.inner_extra);
+            out.insert("type".into(), "input_audio".into());
+            out.insert("input_audio".into(), Value::Object(inner));
+            extend_missing(&mut out, &audio.extra);
+        }
+        Part::File(file) if file.kind == "file" => {
+            out.insert("type".into(), "file".into());
+            extend_missing(&mut out, &file.fields);
+        }
+        Part::Refusal(r) => {
+            out.insert("type".into(), "refusal".into());
+            out.insert("refusal".into(), Value::String(r.refusal.clone()));
+            extend_missing(&mut out, &r.extra);
+        }
+        Part::Opaque(value) => return value.clone(),
+        _ => return anthropic::write_block(part),
+    }
+    Value::Object(out)
+}
+
+fn write_tool_call(call: &ToolCall) -> Value {
+    let mut out = Map::new();
+    if let Some(id) = &call.id {
+        out.insert("id".into(), Value::String(id.clone()));
+    }
+    let (inner_key, args_key) = match call.style {
+        CallStyle::OpenAiCustom => ("custom", "input"),
+        _ => ("function", "arguments"),
+    };
+    if call.style == CallStyle::AnthropicToolUse {
+        out.insert("type".into(), "function".into());
+    }
+    let mut inner = Map::new();
+    inner.insert("name".into(), Value::String(call.name.clone()));
+    inner.insert(args_key.into(), Value::String(call.arguments.to_json_string()));
+    if call.style != CallStyle::AnthropicToolUse {
+        extend_missing(&mut inner, &call.inner_extra);
+    }
+    // `type` (kept as an extra field when read) goes before `function`, as OpenAI writes it
+    if let Some(kind) = call.extra.get("type") {
+        out.insert("type".into(), kind.clone());
+    }
+    out.insert(inner_key.into(), Value::Object(inner));
+    if call.style != CallStyle::AnthropicToolUse {
+        extend_missing(&mut out, &call.extra);
+    }
+    Value::Object(out)
+}
+
+pub(super) fn write_tool(tool: &Tool) -> Value {
+    match tool.style {
+        ToolStyle::Other => Value::Object(tool.extra.clone()),
+        ToolStyle::OpenAi | ToolStyle::Anthropic => {
+            let mut inner = Map::new();
+            inner.insert("name".into(), Value::String(tool.name.clone()));
+            if let Some(description) = &tool.description {
+                inner.insert("description".into(), Value::String(description.clone()));
+            }
+            if let Some(parameters) = &tool.parameters {
+                inner.insert("parameters".into(), parameters.clone());
+            }
+            let mut out = Map::new();
+            out.insert("type".into(), "function".into());
+            if tool.style == ToolStyle::OpenAi {
+                extend_missing(&mut inner, &tool.inner_extra);
+                out.insert("function".into(), Value::Object(inner));
+                extend_missing(&mut out, &tool.extra);
+            } else {
+                out.insert("function".into(), Value::Object(inner));
+            }
+            Value::Object(out)
+        }
+    }
+}

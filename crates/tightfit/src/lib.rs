@@ -1,0 +1,36 @@
+//! tightfit fits LLM conversation histories into a model's context window.
+//!
+//! It reads OpenAI and Anthropic conversations losslessly into one message model, groups
+//! them into units that keep tool calls with their results, and counts tokens exactly the way
+//! the target model's provider does (tokenizer plus framing: per-message overhead, tool calls,
+//! tool schemas, images).
+//!
+//! ```
+//! use tightfit::format::{parse_str, FormatHint};
+//! use tightfit::models::Registry;
+//! use tightfit::tokens::ChatCounter;
+//!
+//! let conversation = parse_str(
+//!     r#"[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]"#,
+//!     FormatHint::Auto,
+//! )?;
+//! let model = Registry::embedded().lookup("gpt-4o")?;
+//! let counter = ChatCounter::for_family(model.tokenizer);
+//! let count = counter.count(&conversation.messages, conversation.tools.as_deref());
+//! assert_eq!(count.per_message, vec![7, 6]);
+//! assert_eq!(count.total, 16); // 3 more to prime the reply
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod format;
+pub mod message;
+pub mod models;
+pub mod tokens;
+pub mod units;
+
+pub use format::{Conversation, Format, FormatError};
+pub use message::{Message, Part, Role};
+pub use units::{units, Unit, UnitKind};

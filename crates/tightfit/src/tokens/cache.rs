@@ -1,0 +1,128 @@
+//! Counting again without re-tokenizing: a per-message cache keyed by content hash, and a
+//! running count for a conversation that only grows.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use super::{ChatCounter, Count};
+use crate::message::{Message, Tool};
+
+/// A 128-bit content hash of a message (xxh3 over every field, extras included; key order of
+/// extra fields does not matter). Costs one pass over the message's bytes, far less than
+/// tokenizing them.
+pub fn message_fingerprint(message: &Message) -> u128 {
+    let mut hasher = Xxh3::new();
+    message.hash(&mut hasher);
+    hasher.digest128()
+}
+
+/// Token counts of messages by content hash, for one [`ChatCounter`].
+///
+/// Counting a conversation through the cache tokenizes only messages it has not seen, so
+/// re-counting a conversation that grew by one message tokenizes one message (and hashes the
+/// others). Memory: about 40 bytes per distinct message. Used with another counter, it empties
+/// itself first.
+#[derive(Debug, Clone, Default)]
+pub struct CountCache {
+    counter: u64,
+    counts: HashMap<u128, usize>,
+}
+
+impl CountCache {
+    /// An empty cache.
+    pub fn new() -> CountCache {
+        CountCache::default()
+    }
+
+    /// The number of messages cached.
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Forgets every count.
+    pub fn clear(&mut self) {
+        self.counts.clear();
+    }
+
+    /// The tokens of `message`, from the cache or counted and remembered.
+    pub fn message_tokens(&mut self, counter: &ChatCounter, message: &Message) -> usize {
+        if self.counter != counter.fingerprint() {
+            self.counts.clear();
+            self.counter = counter.fingerprint();
+        }
+        *self.counts.entry(message_fingerprint(message)).or_insert_with(|| counter.message_tokens(message))
+    }
+
+    /// Counts a conversation, tokenizing only the messages not seen before.
+    pub fn count(&mut self, counter: &ChatCounter, messages: &[Message], tools: Option<&[Tool]>) -> Count {
+        let per_message = messages.iter().map(|m| self.message_tokens(counter, m)).collect();
+        counter.assemble(per_message, tools)
+    }
+}
+
+/// The count of a conversation that grows message by message (an agent loop): appending a
+/// message costs tokenizing that message only, with no hashing of the rest.
+#[derive(Debug, Clone)]
+pub struct RunningCount {
+    counter: ChatCounter,
+    per_message: Vec<usize>,
+    tools: usize,
+    messages_total: usize,
+}
+
+impl RunningCount {
+    /// A running count of an empty conversation with these tool schemas.
+    pub fn new(counter: ChatCounter, tools: Option<&[Tool]>) -> RunningCount {
+        let tools = tools.map_or(0, |t| counter.tools_tokens(t));
+        RunningCount { counter, per_message: Vec::new(), tools, messages_total: 0 }
+    }
+
+    /// Adds a message; returns its tokens.
+    pub fn push(&mut self, message: &Message) -> usize {
+        let tokens = self.counter.message_tokens(message);
+        self.per_message.push(tokens);
+        self.messages_total += tokens;
+        tokens
+    }
+
+    /// Adds messages in order.
+    pub fn extend<'a>(&mut self, messages: impl IntoIterator<Item = &'a Message>) {
+        for message in messages {
+            self.push(message);
+        }
+    }
+
+    /// Keeps only the first `len` messages (after the caller dropped the rest).
+    pub fn truncate(&mut self, len: usize) {
+        for tokens in self.per_message.drain(len.min(self.per_message.len())..) {
+            self.messages_total -= tokens;
+        }
+    }
+
+    /// Tokens of each message so far.
+    pub fn per_message(&self) -> &[usize] {
+        &self.per_message
+    }
+
+    /// The conversation's total: messages, tool schemas and reply priming.
+    pub fn total(&self) -> usize {
+        self.messages_total + self.tools + self.counter.priming_tokens()
+    }
+
+    /// The full count so far.
+    pub fn count(&self) -> Count {
+        Count {
+            per_message: self.per_message.clone(),
+            tools: self.tools,
+            priming: self.counter.priming_tokens(),
+            total: self.total(),
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Counting messages and conversations the way a provider family frames them.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::image::{self, Dimensions};
+use super::{schema, Estimate, OpenAiEncoding, TokenCounter};
+use crate::message::{ImageSource, Message, Part, Role, Tool};
+use crate::models::TokenizerFamily;
+
+/// How a provider family wraps messages into the prompt, which decides the tokens beyond
+/// the text itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Framing {
+    /// OpenAI chat models: 3 tokens per message plus the role, 1 more plus the name's tokens
+    /// for a `name`, 3 plus name and arguments per tool call, 3 of reply priming per
+    /// conversation (the cookbook formula). Reasoning fields and tool-call ids are not counted:
+    /// OpenAI models do not take them back as input. Images by tiles.
+    OpenAi,
+    /// Claude: 3 tokens per message for the turn markers, thinking and tool calls counted as
+    /// text, images by area (w·h/750), tool schemas as JSON plus the tool-use system prompt.
+    Anthropic,
+}
+
+/// Tokens of an image whose size could not be read, per family, come from
+/// [`ChatCounter::with_default_image`]; the rest of the constants are here.
+const PER_MESSAGE: usize = 3;
+const PER_NAME: usize = 1;
+const PER_TOOL_CALL: usize = 3;
+const REPLY_PRIMING: usize = 3;
+
+/// Counts the tokens of messages and conversations for one model: a tokenizer and a framing.
+///
+/// Cheap to clone (the tokenizer is shared), `Send + Sync`. Costs: one tokenizer pass over
+/// the text of each message; images cost a base64 decode of their header only.
+#[derive(Clone)]
+pub struct ChatCounter {
+    counter: Arc<dyn TokenCounter>,
+    framing: Framing,
+    default_image: Dimensions,
+    role_tokens: [usize; 6],
+    fingerprint: u64,
+}
+
+impl std::fmt::Debug for ChatCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatCounter")
+            .field("counter", &self.counter.name())
+            .field("framing", &self.framing)
+            .field("default_image", &self.default_image)
+            .finish()
+    }
+}
+
+/// A conversation's tokens, message by message.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Count {
+    /// Tokens of each message, framing included, in order.
+    pub per_message: Vec<usize>,
+    /// Tokens of the tool schemas.
+    pub tools: usize,
+    /// Tokens the provider adds to prime the reply.
+    pub priming: usize,
+    /// The sum of all of the above.
+    pub total: usize,
+}
+
+impl ChatCounter {
+    /// A counter with `counter` for text and `framing` for everything around it.
+    pub fn new(counter: Arc<dyn TokenCounter>, framing: Framing) -> ChatCounter {
+        let roles = [Role::System, Role::Developer, Role::User, Role::Assistant, Role::Tool, Role::Function];
+        let role_tokens = roles.map(|role| counter.count(role.as_str()));
+        let mut this = ChatCounter {
+            counter,
+            framing,
+            default_image: image::DEFAULT_DIMENSIONS,
+            role_tokens,
+            fingerprint: 0,
+        };
+        this.fingerprint = this.compute_fingerprint();
+        this
+    }
+
+    /// The exact counter for an OpenAI encoding with OpenAI framing.
+    pub fn openai(encoding: OpenAiEncoding) -> ChatCounter {
+        ChatCounter::new(Arc::new(encoding), Framing::OpenAi)
+    }
+
+    /// The counter the registry's tokenizer family calls for: exact BPE with OpenAI framing
+    /// for OpenAI encodings, [`Estimate::claude`] with Claude framing for Claude, and
+    /// [`Estimate::open_model`] with OpenAI framing for every other model.
+    pub fn for_family(family: TokenizerFamily) -> ChatCounter {
+        match family {
+            TokenizerFamily::O200kBase => ChatCounter::openai(OpenAiEncoding::O200kBase),
+            TokenizerFamily::Cl100kBase => ChatCounter::openai(OpenAiEncoding::Cl100kBase),
+            TokenizerFamily::Claude => ChatCounter::new(Arc::new(Estimate::claude()), Framing::Anthropic),
+            _ => ChatCounter::new(Arc::new(Estimate::open_model()), Framing::OpenAi),
+        }
+    }
+
+    /// The same counter, assuming `size` for images whose dimensions cannot be read.
+    /// Defaults to [`image::DEFAULT_DIMENSIONS`] (1024×1024).
+    pub fn with_default_image(mut self, size: Dimensions) -> ChatCounter {
+        self.default_image = size;
+        self.fingerprint = self.compute_fingerprint();
+        self
+    }
+
+    /// The same framing with another text counter (a calibrated estimate, say).
+    pub fn with_counter(&self, counter: Arc<dyn TokenCounter>) -> ChatCounter {
+        ChatCounter::new(counter, self.framing).with_default_image(self.default_image)
+    }
+
+    /// The text counter.
+    pub fn text_counter(&self) -> &dyn TokenCounter {
+        self.counter.as_ref()
+    }
+
+    /// The framing.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// Identifies what this counter counts with; cache entries are only valid for the same
+    /// fingerprint.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    fn compute_fingerprint(&self) -> u64 {
+        let text = format!(
+            "{}|{:?}|{}x{}",
+            self.counter.name(),
+            self.framing,
+            self.default_image.width,
+            self.default_image.height
+        );
+        xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+    }
+
+    /// Tokens of one message, framing included.
+    pub fn message_tokens(&self, message: &Message) -> usize {
+        let role = match message.role {
+            Role::Other => self.counter.count(message.role_name()),
+            role => self.role_tokens[role_index(role)],
+        };
+        let mut total = PER_MESSAGE + role;
+        if let Some(name) = &message.name {
+            total += PER_NAME + self.counter.count(name);
+        }
+        total + self.parts_tokens(&message.parts)
+    }
+
+    fn parts_tokens(&self, parts: &[Part]) -> usize {
+        parts.iter().map(|part| self.part_tokens(part)).sum()
+    }
+
+    fn part_tokens(&self, part: &Part) -> usize {
+        let counter = self.counter.as_ref();
+        match part {
+            Part::Text(t) => counter.count(&t.text),
+            Part::Refusal(r) => counter.count(&r.refusal),
+            Part::Image(image) => {
+                let size = match &image.source {
+                    ImageSource::Url(url) => image::dimensions_from_data_uri(url),
+                    ImageSource::Base64 { data, .. } => image::dimensions_from_base64(data),
+                    ImageSource::Other(_) => None,
+                }
+                .unwrap_or(self.default_image);
+                match self.framing {
+                    Framing::OpenAi => image::openai_image_tokens(size, image.detail.as_deref()),
+                    Framing::Anthropic => image::claude_image_tokens(size),
+                }
+            }
+            Part::Audio(audio) => audio_tokens(audio.data.len(), audio.format.as_deref()),
+            Part::File(file) => file_tokens(counter, &file.fields),
+            Part::Thinking(t) => match self.framing {
+                Framing::OpenAi => 0,
+                Framing::Anthropic => counter.count(&t.text),
+            },
+            Part::RedactedThinking(r) => match self.framing {
+                Framing::OpenAi => 0,
+                // encrypted: about 3 bytes of base64 per token of the original
+                Framing::Anthropic => r.data.len().div_ceil(3),
+            },
+            Part::ToolCall(call) => {
+                let arguments = match &call.arguments {
+                    crate::message::Arguments::Text(s) => counter.count(s),
+                    crate::message::Arguments::Json(v) => counter.count(&v.to_string()),
+                };
+                PER_TOOL_CALL + counter.count(&call.name) + arguments
+            }
+            Part::ToolResult(result) => PER_TOOL_CALL + self.parts_tokens(&result.parts),
+            Part::Opaque(value) => match value {
+                Value::String(s) => counter.count(s),
+                other => counter.count(&other.to_string()),
+            },
+        }
+    }
+
+    /// Tokens of the tool schemas offered to the model (see the `schema` module's heuristic).
+    pub fn tools_tokens(&self, tools: &[Tool]) -> usize {
+        match self.framing {
+            Framing::OpenAi => schema::openai_tools_tokens(self.counter.as_ref(), tools),
+            Framing::Anthropic => schema::anthropic_tools_tokens(self.counter.as_ref(), tools),
+        }
+    }
+
+    /// Tokens the provider adds once per request to prime the reply.
+    pub fn priming_tokens(&self) -> usize {
+        REPLY_PRIMING
+    }
+
+    /// Counts a conversation, every message tokenized (see [`super::CountCache`] to avoid
+    /// re-tokenizing messages counted before).
+    pub fn count(&self, messages: &[Message], tools: Option<&[Tool]>) -> Count {
+        let per_message: Vec<usize> = messages.iter().map(|m| self.message_tokens(m)).collect();
+        self.assemble(per_message, tools)
+    }
+
+    pub(crate) fn assemble(&self, per_message: Vec<usize>, tools: Option<&[Tool]>) -> Count {
+        let tools = tools.map_or(0, |t| self.tools_tokens(t));
+        let priming = self.priming_tokens();
+        let total = per_message.iter().sum::<usize>() + tools + priming;
+        Count { per_message, tools, priming, total }
+    }
+}
+
+fn role_index(role: Role) -> usize {
+    match role {
+        Role::System => 0,
+        Role::Developer => 1,
+        Role::User => 2,
+        Role::Assistant => 3,
+        Role::Tool => 4,
+        Role::Function | Role::Other => 5,
+    }
+}
+
+/// Audio input, estimated from its size: 10 tokens per second, seconds from the bitrate of
+/// the format (16 kHz 16-bit WAV 32 kB/s, compressed formats 16 kB/s).
+fn audio_tokens(base64_len: usize, format: Option<&str>) -> usize {
+    let bytes = base64_len / 4 * 3;
+    let bytes_per_second = if format == Some("wav") { 32_000 } else { 16_000 };
+    (bytes * 10).div_ceil(bytes_per_second).max(1)
+}
+
+/// A file or document: its text fields counted as text; an inline payload (`file_data`, or
+/// a document's base64 `source.data`) estimated at one token per 32 bytes of content, at
+/// least 85 (a PDF page costs ~1.5–3k tokens for a ~50–100 kB page).
+fn file_tokens(counter: &dyn TokenCounter, fields: &serde_json::Map<String, Value>) -> usize {
+    let mut total = 0;
+    let mut walk = vec![fields];
+    while let Some(map) = walk.pop() {
+        for (key, value) in map {
+            match value {
+                Value::String(s) if key == "data" || key == "file_data" => {
+                    total += (s.len() / 4 * 3 / 32).max(85);
+                }
+                Value::String(s) => total += counter.count(s),
+                Value::Object(inner) => walk.push(inner),
+                _ => {}
+            }
+        }
+    }
+    total
+}

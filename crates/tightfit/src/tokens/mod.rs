@@ -1,0 +1,69 @@
+//! Token accounting: tokenizers behind one small trait, and on top of them the framing
+//! model of each provider family (per-message overhead, names, tool calls, tool schemas,
+//! images, reply priming), with per-message caching.
+//!
+//! - [`TokenCounter`]: counts the tokens of a text. Backends: [`OpenAiEncoding`] (exact BPE,
+//!   vocabularies embedded in the binary), [`Estimate`] (for models without a public
+//!   tokenizer, such as Claude), [`Calibrated`] (an estimate corrected from a provider's
+//!   reported `usage`), and `HfTokenizer` (a HuggingFace `tokenizer.json`, feature `hf`).
+//! - [`ChatCounter`]: counts messages and conversations the way a provider bills them.
+//! - [`CountCache`] and [`RunningCount`]: counting a conversation again after it changed
+//!   re-tokenizes only the messages that changed.
+
+mod bpe;
+mod cache;
+mod chat;
+mod estimate;
+#[cfg(feature = "hf")]
+mod hf;
+pub mod image;
+mod schema;
+
+pub use bpe::OpenAiEncoding;
+pub use cache::{message_fingerprint, CountCache, RunningCount};
+pub use chat::{ChatCounter, Count, Framing};
+pub use estimate::{Calibrated, Estimate};
+#[cfg(feature = "hf")]
+pub use hf::HfTokenizer;
+
+/// Counts the tokens of a text for one tokenizer.
+///
+/// Only [`count`](TokenCounter::count) is required; fast backends override
+/// [`count_till_limit`](TokenCounter::count_till_limit), which may stop early.
+pub trait TokenCounter: Send + Sync {
+    /// A stable name for the tokenizer (`o200k_base`), part of every cache key.
+    fn name(&self) -> &str;
+
+    /// The number of tokens of `text`. Special-token text (`<|endoftext|>`) is counted as
+    /// ordinary text, as a provider counts user content.
+    fn count(&self, text: &str) -> usize;
+
+    /// The number of tokens of `text` if it is at most `limit`, else `None`. The default
+    /// counts everything; backends that can stop early do.
+    fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
+        let n = self.count(text);
+        (n <= limit).then_some(n)
+    }
+
+    /// The total tokens of several texts counted separately.
+    fn count_many(&self, texts: &[&str]) -> usize {
+        texts.iter().map(|t| self.count(t)).sum()
+    }
+}
+
+/// An error loading a tokenizer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenizerError {
+    /// A tokenizer file could not be read or parsed.
+    #[error("cannot load tokenizer {path}: {reason}")]
+    Load {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A calibration was given numbers it cannot use.
+    #[error("cannot calibrate: {0}")]
+    Calibration(String),
+}

@@ -1,0 +1,145 @@
+//! Units: the indivisible groups of messages that steps select, so that validity holds by
+//! construction.
+//!
+//! - an instruction: one system or developer message;
+//! - a user turn: one user message (that is not carrying tool results);
+//! - an assistant step: one assistant message and every tool result that answers its calls,
+//!   parallel calls included, in whatever order the results came;
+//! - orphan results: a tool result that answers no call of the step right before it (a broken
+//!   input; the validator reports it and the repair pass fixes it).
+//!
+//! Grouping is one pass over the messages, O(messages + calls).
+
+use std::ops::Range;
+
+use crate::message::{Message, Part, Role};
+
+/// The metadata field a caller sets on a message to mark the start of a task (for agents
+/// that nest tasks). It is tightfit's own field: kept through the round trip, not sent on.
+pub const TASK_BOUNDARY_FIELD: &str = "tightfit_task_boundary";
+
+/// What a unit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnitKind {
+    /// A system or developer message.
+    Instruction,
+    /// A user message.
+    UserTurn,
+    /// An assistant message with the results of its tool calls.
+    AssistantStep,
+    /// Tool results that answer no call of the step before them.
+    OrphanResults,
+}
+
+/// A group of consecutive messages that is kept or dropped as a whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// What it is.
+    pub kind: UnitKind,
+    /// The messages it spans.
+    pub messages: Range<usize>,
+    /// Ids of calls made in this step that no result answers (and the names of legacy
+    /// `function_call`s without one).
+    pub unanswered_calls: Vec<String>,
+    /// Whether its first message carries [`TASK_BOUNDARY_FIELD`].
+    pub starts_task: bool,
+}
+
+impl Unit {
+    fn new(kind: UnitKind, messages: Range<usize>, first: &Message) -> Unit {
+        Unit {
+            kind,
+            messages,
+            unanswered_calls: Vec::new(),
+            starts_task: first.extra.get(TASK_BOUNDARY_FIELD).is_some_and(|v| v.as_bool() != Some(false)),
+        }
+    }
+
+    /// The number of messages in the unit.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether the unit spans no message (never true of units from [`units`]).
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+}
+
+/// Groups a history into units, in order; every message belongs to exactly one unit.
+pub fn units(messages: &[Message]) -> Vec<Unit> {
+    let mut units = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let message = &messages[i];
+        let unit = if message.role.is_instruction() {
+            Unit::new(UnitKind::Instruction, i..i + 1, message)
+        } else if message.role == Role::Assistant {
+            assistant_step(messages, i)
+        } else if message.is_tool_result() {
+            Unit::new(UnitKind::OrphanResults, i..i + 1, message)
+        } else {
+            Unit::new(UnitKind::UserTurn, i..i + 1, message)
+        };
+        i = unit.messages.end;
+        units.push(unit);
+    }
+    units
+}
+
+/// The step that starts at the assistant message `start`: it takes every following message
+/// whose results all answer a still-open call of this step.
+fn assistant_step(messages: &[Message], start: usize) -> Unit {
+    // Open calls, in call order: (id, or the function name for legacy calls).
+    let mut open: Vec<(Option<&str>, &str)> =
+        messages[start].tool_calls().map(|c| (c.id.as_deref(), c.name.as_str())).collect();
+    let mut end = start + 1;
+    while end < messages.len() && !open.is_empty() {
+        let next = &messages[end];
+        let answered: Vec<usize> = match next.role {
+            Role::Tool => match &next.tool_call_id {
+                Some(id) => position(&open, id).into_iter().collect(),
+                None => Vec::new(),
+            },
+            Role::Function => {
+                let name = next.name.as_deref().unwrap_or_default();
+                open.iter().position(|(id, n)| id.is_none() && *n == name).into_iter().collect()
+            }
+            Role::User => {
+                let ids: Vec<&str> = next
+                    .parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::ToolResult(r) => Some(r.tool_use_id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let found: Vec<usize> = ids.iter().filter_map(|id| position(&open, id)).collect();
+                if ids.is_empty() || found.len() != ids.len() {
+                    Vec::new()
+                } else {
+                    found
+                }
+            }
+            _ => Vec::new(),
+        };
+        if answered.is_empty() {
+            break;
+        }
+        let mut answered = answered;
+        answered.sort_unstable_by(|a, b| b.cmp(a));
+        answered.dedup();
+        for index in answered {
+            open.remove(index);
+        }
+        end += 1;
+    }
+    let mut unit = Unit::new(UnitKind::AssistantStep, start..end, &messages[start]);
+    unit.unanswered_calls = open.into_iter().map(|(id, name)| id.unwrap_or(name).to_string()).collect();
+    unit
+}
+
+fn position(open: &[(Option<&str>, &str)], id: &str) -> Option<usize> {
+    open.iter().position(|(open_id, _)| *open_id == Some(id))
+}

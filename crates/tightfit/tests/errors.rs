@@ -1,0 +1,68 @@
+//! Bad input gets an error that names where: line and column, or the path of the value.
+
+use tightfit::format::{self, FormatError, FormatHint};
+
+fn error(text: &str) -> String {
+    format::parse_str(text, FormatHint::Auto).unwrap_err().to_string()
+}
+
+#[test]
+fn malformed_json_names_line_and_column() {
+    let err = format::parse_str("[\n  {\"role\": \"user\",\n   \"content\": \"hi\",,}\n]", FormatHint::Auto)
+        .unwrap_err();
+    match err {
+        FormatError::Syntax { line, column, .. } => assert_eq!((line, column), (3, 20)),
+        other => panic!("expected a syntax error, got {other}"),
+    }
+}
+
+#[test]
+fn wrong_shapes_name_the_path() {
+    let arguments = r#"{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]}]}"#;
+    assert_eq!(
+        error(arguments),
+        "messages[1].tool_calls[0].function.arguments: expected a string, found an object"
+    );
+    assert_eq!(error(r#"[{"content": "x"}]"#), "messages[0]: missing `role`");
+    assert_eq!(
+        error(r#"[{"role": 3, "content": "x"}]"#),
+        "messages[0].role: expected a string, found a number"
+    );
+    assert_eq!(
+        error(r#"[{"role": "user", "content": [{"type": "text", "text": 5}]}]"#),
+        "messages[0].content[0].text: expected a string, found a number"
+    );
+    assert_eq!(
+        error(r#"[{"role": "user", "content": 12}]"#),
+        "messages[0].content: expected a string, null or an array of parts, found a number"
+    );
+    assert_eq!(
+        error(r#"{"model": "gpt-4o"}"#),
+        "$: expected a list of messages or an object with `messages`"
+    );
+    assert_eq!(error(r#""hello""#), "$: expected an array of messages or an object, found a string");
+    assert_eq!(
+        error(r#"{"messages": [], "max_tokens": -5}"#),
+        "max_tokens: expected a non-negative integer, found a number"
+    );
+    assert_eq!(
+        error(
+            r#"{"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]}"#
+        ),
+        "messages[0].content[0]: missing `tool_use_id`"
+    );
+    assert_eq!(
+        error(r#"{"system": "s", "messages": [{"role": "tool", "content": "x"}]}"#),
+        "messages[0].role: unknown role \"tool\" (expected \"user\" or \"assistant\" (the system prompt goes in the top-level `system` field))"
+    );
+}
+
+#[test]
+fn an_unknown_role_is_kept_not_rejected() {
+    // AG2 writes role "tool_calls"; the message is kept verbatim and counted like a user turn
+    let conversation =
+        format::parse_str(r#"[{"role": "tool_calls", "content": "calling"}]"#, FormatHint::Auto).unwrap();
+    assert_eq!(conversation.messages[0].role, tightfit::Role::Other);
+    assert_eq!(conversation.messages[0].role_name(), "tool_calls");
+}

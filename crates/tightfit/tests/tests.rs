@@ -1,0 +1,39 @@
+//! The engine's integration tests: one binary (link time on 2 cores), one module per topic.
+
+mod convert;
+mod counting;
+mod errors;
+mod roundtrip;
+mod units;
+
+use std::path::PathBuf;
+
+/// The shared corpus beside the repository (`../shared`): real transcripts and the peers'
+/// recorded outputs. Tests read it in place; a missing corpus fails the test.
+pub fn shared(relative: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative);
+    assert!(path.exists(), "missing {} (the shared corpus must sit beside the repository)", path.display());
+    path
+}
+
+/// Every JSONL file of real conversations.
+pub fn data_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(shared("data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "expected the seven data files, found {}", files.len());
+    files
+}
+
+/// The lines of a JSONL file.
+pub fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
