@@ -4,10 +4,12 @@
 //! builds what it needs from the engine. The engine knows no terminal: files, progress and
 //! rendering live here.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use tightfit::models::Registry;
 
 mod count_cmd;
 mod input;
@@ -79,11 +81,12 @@ impl FormatArg {
     }
 }
 
-fn registry(models_file: Option<&PathBuf>) -> anyhow::Result<tightfit::models::Registry> {
-    let embedded = tightfit::models::Registry::embedded();
+/// The embedded registry, or a copy of it with the user's overrides.
+fn registry(models_file: Option<&PathBuf>) -> anyhow::Result<Cow<'static, Registry>> {
+    let embedded = Registry::embedded();
     Ok(match models_file {
-        Some(path) => embedded.with_overrides(path)?,
-        None => embedded.clone(),
+        Some(path) => Cow::Owned(embedded.with_overrides(path)?),
+        None => Cow::Borrowed(embedded),
     })
 }
 

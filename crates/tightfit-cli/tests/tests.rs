@@ -1,0 +1,158 @@
+//! The `tightfit` binary, run as a user runs it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shared(relative: &str) -> PathBuf {
+    let path = root().join("../shared").join(relative);
+    assert!(path.exists(), "missing {}", path.display());
+    path
+}
+
+fn tightfit(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tightfit"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn count_of_the_shipped_example_matches_the_engine() {
+    let output = tightfit(&["count", "data/examples/agent_session.json", "--json"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+
+    let text = std::fs::read_to_string(root().join("data/examples/agent_session.json")).unwrap();
+    let conversation = tightfit::format::parse_str(&text, Default::default()).unwrap();
+    let model = tightfit::models::Registry::embedded().lookup("gpt-4o").unwrap();
+    let count = tightfit::tokens::ChatCounter::for_family(model.tokenizer)
+        .count(&conversation.messages, conversation.tools.as_deref());
+    assert_eq!(report["model"], "openai/gpt-4o", "the request body's model is used");
+    assert_eq!(report["total"], count.total);
+    assert_eq!(report["tools"], count.tools);
+    assert!(count.tools > 0);
+    let per_message: Vec<u64> =
+        report["messages"].as_array().unwrap().iter().map(|m| m["tokens"].as_u64().unwrap()).collect();
+    assert_eq!(per_message, count.per_message.iter().map(|&n| n as u64).collect::<Vec<_>>());
+    assert_eq!(report["messages"][3]["role"], "tool");
+    let by_role_sum: u64 = report["by_role"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(by_role_sum, per_message.iter().sum::<u64>());
+
+    // the human table says the same total
+    let table = tightfit(&["count", "data/examples/agent_session.json"], None);
+    assert!(stdout(&table).contains(&format!("total {} tokens", count.total)), "{}", stdout(&table));
+}
+
+#[test]
+fn count_of_the_extreme_histories_equals_the_corpus_figures() {
+    let path = shared("data/extreme_long.jsonl");
+    let output = tightfit(&["count", path.to_str().unwrap(), "--model", "gpt-4o", "--json"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let totals: Vec<(String, u64)> = stdout(&output)
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            (v["id"].as_str().unwrap().to_string(), v["total"].as_u64().unwrap())
+        })
+        .collect();
+    // per-conversation o200k figures of the corpus README (Python tiktoken, cookbook framing)
+    assert_eq!(
+        totals,
+        vec![
+            ("aider/chat-history/ALL-SESSIONS".to_string(), 388_825),
+            ("concat/mini-swe-deepseek/250k".to_string(), 289_272),
+            ("concat/mini-swe-deepseek/1M".to_string(), 1_006_590),
+            ("concat/tau-bench-airline/250k".to_string(), 251_091),
+        ]
+    );
+}
+
+#[test]
+fn standard_input_and_anthropic_input_are_counted() {
+    let text = std::fs::read_to_string(root().join("data/examples/anthropic_request.json")).unwrap();
+    let output = tightfit(&["count", "-", "--json"], Some(&text));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["model"], "anthropic/claude-sonnet-4-5");
+    assert_eq!(report["messages"][0]["role"], "system");
+    assert!(report["tools"].as_u64().unwrap() > 346, "tool schemas include the tool-use prompt");
+}
+
+#[test]
+fn an_unknown_model_is_an_error_with_suggestions() {
+    let output = tightfit(&["count", "data/examples/agent_session.json", "--model", "gpt-4oo"], None);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("unknown model \"gpt-4oo\""), "{err}");
+    assert!(err.contains("gpt-4o"), "{err}");
+}
+
+#[test]
+fn a_bare_message_list_needs_a_model() {
+    let output = tightfit(&["count", "-"], Some(r#"[{"role": "user", "content": "hi"}]"#));
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("no model: pass --model"), "{}", stderr(&output));
+}
+
+#[test]
+fn bad_lines_of_json_lines_are_named_and_the_rest_is_counted() {
+    let input = concat!(
+        r#"{"messages": [{"role": "user", "content": "one"}]}"#,
+        "\n",
+        r#"{"messages": [{"role": "user", "content": "two"},,]}"#,
+        "\n\n",
+        r#"{"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": 3}}]}]}"#,
+        "\n",
+        r#"{"messages": [{"role": "user", "content": "four"}]}"#,
+        "\n",
+    );
+    let output = tightfit(&["count", "-", "--model", "gpt-4o", "--json"], Some(input));
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains("<stdin>:2: invalid JSON at line 2, column"), "{err}");
+    assert!(
+        err.contains(
+            "<stdin>:4: messages[0].tool_calls[0].function.arguments: expected a string, found a number"
+        ),
+        "{err}"
+    );
+    let lines: Vec<u64> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, vec![1, 5]);
+}
+
+#[test]
+fn models_lists_and_resolves() {
+    let output = tightfit(&["models", "gpt-4o-2024-08-06"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("gpt-4o"), "{}", stdout(&output));
+    let output = tightfit(&["models", "claude-sonnet-4-5", "--json"], None);
+    assert!(output.status.success());
+    let first: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
+    assert_eq!(first["context_window"], 200_000);
+}

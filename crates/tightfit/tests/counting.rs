@@ -189,6 +189,22 @@ fn claude_estimate_overcounts_o200k_and_calibrates_from_usage() {
     assert!(Calibrated::from_usage(estimate, 0, 10).is_err());
 }
 
+#[test]
+fn a_chat_counter_calibrated_from_usage_lands_near_the_reported_count() {
+    let line = lines(&shared("data/agent_swe_agent_demos.jsonl")).remove(0);
+    let conversation = format::parse_str(&line, FormatHint::Auto).unwrap();
+    let claude = ChatCounter::for_family(tightfit::models::TokenizerFamily::Claude);
+    let estimated = claude.count(&conversation.messages, None).total;
+    // suppose the provider billed 8% less than the estimate
+    let reported = estimated * 92 / 100;
+    let calibrated = claude.calibrated(estimated, reported).unwrap();
+    let recounted = calibrated.count(&conversation.messages, None).total;
+    let error = (recounted as f64 - reported as f64).abs() / reported as f64;
+    assert!(error < 0.01, "estimated {estimated}, reported {reported}, recounted {recounted}");
+    assert_ne!(calibrated.fingerprint(), claude.fingerprint(), "caches must not mix the two");
+    assert!(claude.calibrated(0, 5).is_err());
+}
+
 /// A counter that records how much text it tokenized.
 struct Recording {
     chars: AtomicUsize,

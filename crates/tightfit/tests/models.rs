@@ -10,14 +10,8 @@ fn registry() -> &'static Registry {
 
 /// `(provider, id, how)` of what `name` resolves to.
 fn resolved(name: &str) -> (String, String, MatchKind) {
-    let found = registry()
-        .resolve(name)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    (
-        found.model.provider.clone(),
-        found.model.id.clone(),
-        found.matched_by,
-    )
+    let found = registry().resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (found.model.provider.clone(), found.model.id.clone(), found.matched_by)
 }
 
 fn suggestions(err: ModelError) -> Vec<String> {
@@ -55,10 +49,7 @@ fn claude_sonnet_models_have_200k_and_the_claude_tokenizer() {
 #[test]
 fn gpt_4_is_cl100k_with_an_8k_window() {
     let model = registry().lookup("gpt-4").unwrap();
-    assert_eq!(
-        (model.provider.as_str(), model.context_window),
-        ("openai", 8192)
-    );
+    assert_eq!((model.provider.as_str(), model.context_window), ("openai", 8192));
     assert_eq!(model.tokenizer, TokenizerFamily::Cl100kBase);
 }
 
@@ -78,9 +69,7 @@ fn the_table_is_sorted_and_holds_only_chat_models_with_a_window() {
     let models: Vec<_> = registry().iter().collect();
     assert!(models.len() > 1000, "only {} models", models.len());
     assert_eq!(models.len(), registry().len());
-    assert!(models
-        .windows(2)
-        .all(|w| (&w[0].provider, &w[0].id) < (&w[1].provider, &w[1].id)));
+    assert!(models.windows(2).all(|w| (&w[0].provider, &w[0].id) < (&w[1].provider, &w[1].id)));
     for model in &models {
         assert!(model.context_window > 0, "{}", model.qualified_id());
         let id = model.id.to_lowercase();
@@ -97,12 +86,7 @@ fn the_table_is_sorted_and_holds_only_chat_models_with_a_window() {
 fn every_tokenizer_in_the_table_follows_the_id_rules() {
     // The generator and `TokenizerFamily::for_model_id` implement the same rules.
     for model in registry().iter() {
-        assert_eq!(
-            model.tokenizer,
-            TokenizerFamily::for_model_id(&model.id),
-            "{}",
-            model.qualified_id()
-        );
+        assert_eq!(model.tokenizer, TokenizerFamily::for_model_id(&model.id), "{}", model.qualified_id());
     }
 }
 
@@ -138,14 +122,8 @@ fn tokenizer_family_from_ids() {
 
 #[test]
 fn tokenizer_family_names() {
-    assert_eq!(
-        serde_json::to_string(&TokenizerFamily::O200kBase).unwrap(),
-        "\"o200k_base\""
-    );
-    assert_eq!(
-        serde_json::to_string(&TokenizerFamily::Cl100kBase).unwrap(),
-        "\"cl100k_base\""
-    );
+    assert_eq!(serde_json::to_string(&TokenizerFamily::O200kBase).unwrap(), "\"o200k_base\"");
+    assert_eq!(serde_json::to_string(&TokenizerFamily::Cl100kBase).unwrap(), "\"cl100k_base\"");
     for family in TokenizerFamily::ALL {
         let json = serde_json::to_string(&family).unwrap();
         assert_eq!(json, format!("\"{family}\""));
@@ -158,18 +136,9 @@ fn tokenizer_family_names() {
 
 #[test]
 fn exact_ids_ignore_case_and_surrounding_space() {
-    assert_eq!(
-        resolved("GPT-4o"),
-        ("openai".into(), "gpt-4o".into(), MatchKind::Id)
-    );
-    assert_eq!(
-        resolved("  gpt-4o\n"),
-        ("openai".into(), "gpt-4o".into(), MatchKind::Id)
-    );
-    assert_eq!(
-        registry().get("OpenAI", "GPT-4O").map(|m| m.id.as_str()),
-        Some("gpt-4o")
-    );
+    assert_eq!(resolved("GPT-4o"), ("openai".into(), "gpt-4o".into(), MatchKind::Id));
+    assert_eq!(resolved("  gpt-4o\n"), ("openai".into(), "gpt-4o".into(), MatchKind::Id));
+    assert_eq!(registry().get("OpenAI", "GPT-4O").map(|m| m.id.as_str()), Some("gpt-4o"));
     assert!(registry().get("openai", "gpt-4o-banana").is_none());
 }
 
@@ -185,10 +154,7 @@ fn a_bare_id_of_several_providers_is_the_makers() {
         ("mistral-large-latest", "mistral"),
     ] {
         let holders = registry().iter().filter(|m| m.id == name).count();
-        assert!(
-            holders > 1,
-            "{name} is held by {holders} providers: the test proves nothing"
-        );
+        assert!(holders > 1, "{name} is held by {holders} providers: the test proves nothing");
         assert_eq!(resolved(name).0, maker, "{name}");
     }
 }
@@ -197,48 +163,23 @@ fn a_bare_id_of_several_providers_is_the_makers() {
 fn aliases_resolve_to_the_makers_model() {
     assert_eq!(
         resolved("claude-3-5-sonnet"),
-        (
-            "anthropic".into(),
-            "claude-3-5-sonnet-20241022".into(),
-            MatchKind::Alias
-        )
+        ("anthropic".into(), "claude-3-5-sonnet-20241022".into(), MatchKind::Alias)
     );
     // github-copilot lists `claude-sonnet-4.5` with a 144k window; the alias of
     // Anthropic's own model wins.
-    assert!(registry()
-        .get("github-copilot", "claude-sonnet-4.5")
-        .is_some());
+    assert!(registry().get("github-copilot", "claude-sonnet-4.5").is_some());
     let (provider, id, how) = resolved("claude-sonnet-4.5");
-    assert_eq!(
-        (provider.as_str(), id.as_str(), how),
-        ("anthropic", "claude-sonnet-4-5", MatchKind::Alias)
-    );
-    assert_eq!(
-        registry()
-            .lookup("claude-sonnet-4.5")
-            .unwrap()
-            .context_window,
-        200_000
-    );
+    assert_eq!((provider.as_str(), id.as_str(), how), ("anthropic", "claude-sonnet-4-5", MatchKind::Alias));
+    assert_eq!(registry().lookup("claude-sonnet-4.5").unwrap().context_window, 200_000);
 }
 
 #[test]
 fn provider_prefixed_names() {
-    assert_eq!(
-        resolved("openai/gpt-4o"),
-        ("openai".into(), "gpt-4o".into(), MatchKind::Id)
-    );
-    assert_eq!(
-        resolved("azure/gpt-4o"),
-        ("azure".into(), "gpt-4o".into(), MatchKind::Id)
-    );
+    assert_eq!(resolved("openai/gpt-4o"), ("openai".into(), "gpt-4o".into(), MatchKind::Id));
+    assert_eq!(resolved("azure/gpt-4o"), ("azure".into(), "gpt-4o".into(), MatchKind::Id));
     assert_eq!(
         resolved("anthropic/claude-sonnet-4.5"),
-        (
-            "anthropic".into(),
-            "claude-sonnet-4-5".into(),
-            MatchKind::Alias
-        )
+        ("anthropic".into(), "claude-sonnet-4-5".into(), MatchKind::Alias)
     );
     // The provider's own id that contains a slash.
     assert_eq!(
@@ -248,20 +189,13 @@ fn provider_prefixed_names() {
     // An id only aggregators have, written as they write it.
     assert_eq!(
         resolved("openai/gpt-4-1106-preview"),
-        (
-            "openrouter".into(),
-            "openai/gpt-4-1106-preview".into(),
-            MatchKind::Id
-        )
+        ("openrouter".into(), "openai/gpt-4-1106-preview".into(), MatchKind::Id)
     );
     assert_eq!(
         resolved("openai/gpt-4o-2024-08-06"),
         ("openai".into(), "gpt-4o-2024-08-06".into(), MatchKind::Id)
     );
-    assert_eq!(
-        resolved("openai/gpt-4-0613"),
-        ("openai".into(), "gpt-4".into(), MatchKind::Snapshot)
-    );
+    assert_eq!(resolved("openai/gpt-4-0613"), ("openai".into(), "gpt-4".into(), MatchKind::Snapshot));
 }
 
 #[test]
@@ -271,19 +205,9 @@ fn the_last_segment_of_an_aggregator_id() {
     let (provider, id, how) = resolved("gpt-4-1106-preview");
     assert_eq!(
         (provider.as_str(), id.as_str(), how),
-        (
-            "openrouter",
-            "openai/gpt-4-1106-preview",
-            MatchKind::LastSegment
-        )
+        ("openrouter", "openai/gpt-4-1106-preview", MatchKind::LastSegment)
     );
-    assert_eq!(
-        registry()
-            .lookup("gpt-4-1106-preview")
-            .unwrap()
-            .context_window,
-        128_000
-    );
+    assert_eq!(registry().lookup("gpt-4-1106-preview").unwrap().context_window, 128_000);
 }
 
 #[test]
@@ -296,32 +220,12 @@ fn dated_snapshots_resolve_by_longest_prefix() {
         // Longest prefix: gpt-4o-mini, not gpt-4o.
         ("gpt-4o-mini-2024-07-18", "openai", "gpt-4o-mini"),
         ("gpt-4o-latest", "openai", "gpt-4o"),
-        (
-            "claude-3-5-sonnet-latest",
-            "anthropic",
-            "claude-3-5-sonnet-20241022",
-        ),
-        (
-            "claude-3-5-sonnet-v2@20241022",
-            "anthropic",
-            "claude-3-5-sonnet-20241022",
-        ),
-        (
-            "claude-sonnet-4-5-20250929-v1:0",
-            "anthropic",
-            "claude-sonnet-4-5-20250929",
-        ),
+        ("claude-3-5-sonnet-latest", "anthropic", "claude-3-5-sonnet-20241022"),
+        ("claude-3-5-sonnet-v2@20241022", "anthropic", "claude-3-5-sonnet-20241022"),
+        ("claude-sonnet-4-5-20250929-v1:0", "anthropic", "claude-sonnet-4-5-20250929"),
         // Vertex's spelling: the maker's own model, through the `@` suffix.
-        (
-            "claude-sonnet-4-5@20250929",
-            "anthropic",
-            "claude-sonnet-4-5",
-        ),
-        (
-            "google-vertex/claude-sonnet-4-5@20250929",
-            "google-vertex",
-            "claude-sonnet-4-5@20250929",
-        ),
+        ("claude-sonnet-4-5@20250929", "anthropic", "claude-sonnet-4-5"),
+        ("google-vertex/claude-sonnet-4-5@20250929", "google-vertex", "claude-sonnet-4-5@20250929"),
         ("gemini-2.5-flash-001", "google", "gemini-2.5-flash"),
     ] {
         let (p, i, _) = resolved(name);
@@ -329,10 +233,7 @@ fn dated_snapshots_resolve_by_longest_prefix() {
     }
     assert_eq!(resolved("gpt-4-0613").2, MatchKind::Snapshot);
     let gpt_4 = registry().lookup("gpt-4-0613").unwrap();
-    assert_eq!(
-        (gpt_4.context_window, gpt_4.tokenizer),
-        (8192, TokenizerFamily::Cl100kBase)
-    );
+    assert_eq!((gpt_4.context_window, gpt_4.tokenizer), (8192, TokenizerFamily::Cl100kBase));
     let sonnet = registry().lookup("claude-3-5-sonnet-20241022").unwrap();
     assert_eq!(resolved("claude-3-5-sonnet-20241022").2, MatchKind::Id);
     assert_eq!(sonnet.context_window, 200_000);
@@ -341,20 +242,14 @@ fn dated_snapshots_resolve_by_longest_prefix() {
 #[test]
 fn the_makers_snapshot_beats_another_providers_exact_id() {
     // helicone lists the dated id itself; OpenAI lists only `gpt-4.1-mini`.
-    assert!(registry()
-        .get("helicone", "gpt-4.1-mini-2025-04-14")
-        .is_some());
-    assert!(registry()
-        .get("openai", "gpt-4.1-mini-2025-04-14")
-        .is_none());
+    assert!(registry().get("helicone", "gpt-4.1-mini-2025-04-14").is_some());
+    assert!(registry().get("openai", "gpt-4.1-mini-2025-04-14").is_none());
     assert_eq!(
         resolved("gpt-4.1-mini-2025-04-14"),
         ("openai".into(), "gpt-4.1-mini".into(), MatchKind::Snapshot)
     );
     // Aggregators list `openai/gpt-4o-mini-2024-07-18`, whose last segment this is.
-    assert!(registry()
-        .get("openrouter", "openai/gpt-4o-mini-2024-07-18")
-        .is_some());
+    assert!(registry().get("openrouter", "openai/gpt-4o-mini-2024-07-18").is_some());
     assert_eq!(
         resolved("gpt-4o-mini-2024-07-18"),
         ("openai".into(), "gpt-4o-mini".into(), MatchKind::Snapshot)
@@ -362,11 +257,7 @@ fn the_makers_snapshot_beats_another_providers_exact_id() {
     // Asked by provider, that provider's entry.
     assert_eq!(
         resolved("helicone/gpt-4.1-mini-2025-04-14"),
-        (
-            "helicone".into(),
-            "gpt-4.1-mini-2025-04-14".into(),
-            MatchKind::Id
-        )
+        ("helicone".into(), "gpt-4.1-mini-2025-04-14".into(), MatchKind::Id)
     );
 }
 
@@ -393,18 +284,12 @@ fn names_never_match_by_substring() {
 fn unknown_models_suggest_close_names() {
     let err = registry().lookup("gpt-4oo").unwrap_err();
     let message = err.to_string();
-    assert!(
-        message.starts_with("unknown model \"gpt-4oo\" (did you mean gpt-4o, "),
-        "{message}"
-    );
+    assert!(message.starts_with("unknown model \"gpt-4oo\" (did you mean gpt-4o, "), "{message}");
     assert!(message.ends_with("?)"), "{message}");
     let names = suggestions(err);
     assert!((1..=3).contains(&names.len()), "{names:?}");
     for name in &names {
-        assert!(
-            registry().lookup(name).is_ok(),
-            "suggested {name} does not resolve"
-        );
+        assert!(registry().lookup(name).is_ok(), "suggested {name} does not resolve");
     }
 
     let names = suggestions(registry().lookup("claude-sonet-4-5").unwrap_err());
@@ -425,12 +310,9 @@ fn an_unknown_model_with_nothing_close_has_no_suggestions() {
 #[test]
 fn search_is_a_case_insensitive_substring_over_id_name_and_provider() {
     let found = registry().search("GPT-4O-MINI");
-    assert!(found
-        .iter()
-        .any(|m| m.provider == "openai" && m.id == "gpt-4o-mini"));
+    assert!(found.iter().any(|m| m.provider == "openai" && m.id == "gpt-4o-mini"));
     assert!(found.iter().all(|m| {
-        let hay =
-            format!("{} {} {} {}", m.id, m.name, m.provider, m.aliases.join(" ")).to_lowercase();
+        let hay = format!("{} {} {} {}", m.id, m.name, m.provider, m.aliases.join(" ")).to_lowercase();
         hay.contains("gpt-4o-mini")
     }));
     let by_provider = registry().search("anthropic");
@@ -449,8 +331,7 @@ struct TempFile {
 
 impl TempFile {
     fn new(test: &str, file_name: &str, text: &str) -> TempFile {
-        let dir =
-            std::env::temp_dir().join(format!("tightfit-models-{}-{test}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("tightfit-models-{}-{test}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(file_name);
         std::fs::write(&path, text).unwrap();
@@ -490,15 +371,9 @@ fn a_toml_override_adds_a_model_and_changes_a_window() {
     let llama = custom.lookup("llama-local").unwrap();
     assert_eq!(llama.qualified_id(), "local/llama-3.3-70b-q4");
     assert_eq!(llama.name, "Llama 3.3 70B (q4)");
-    assert_eq!(
-        (llama.context_window, llama.max_output),
-        (32_768, Some(4096))
-    );
+    assert_eq!((llama.context_window, llama.max_output), (32_768, Some(4096)));
     assert_eq!(llama.tokenizer, TokenizerFamily::Other);
-    assert_eq!(
-        (llama.prices.input, llama.prices.cached_input),
-        (Some(0.0), None)
-    );
+    assert_eq!((llama.prices.input, llama.prices.cached_input), (Some(0.0), None));
     assert_eq!(custom.lookup("local/llama-3.3-70b-q4").unwrap(), llama);
 
     let gpt_4o = custom.lookup("gpt-4o").unwrap();
@@ -508,10 +383,7 @@ fn a_toml_override_adds_a_model_and_changes_a_window() {
     assert_eq!(gpt_4o.prices.input, Some(2.5));
     assert_eq!(gpt_4o.name, "GPT-4o");
     // Snapshots follow their base; the embedded table is untouched.
-    assert_eq!(
-        custom.lookup("gpt-4o-latest").unwrap().context_window,
-        64_000
-    );
+    assert_eq!(custom.lookup("gpt-4o-latest").unwrap().context_window, 64_000);
     assert_eq!(registry().lookup("gpt-4o").unwrap().context_window, 128_000);
     assert!(registry().lookup("llama-local").is_err());
 }
@@ -562,31 +434,18 @@ fn override_format_is_guessed_without_a_known_extension() {
 #[test]
 fn override_models_win_over_the_table() {
     let text = "[[model]]\nprovider = \"my-proxy\"\nid = \"gpt-4o\"\ncontext_window = 50000\n";
-    let custom = registry()
-        .with_override_str(text, OverrideFormat::Toml)
-        .unwrap();
+    let custom = registry().with_override_str(text, OverrideFormat::Toml).unwrap();
     let found = custom.lookup("gpt-4o").unwrap();
-    assert_eq!(
-        (found.provider.as_str(), found.context_window),
-        ("my-proxy", 50_000)
-    );
+    assert_eq!((found.provider.as_str(), found.context_window), ("my-proxy", 50_000));
     // Other providers' entries are still reachable by prefix.
-    assert_eq!(
-        custom.lookup("openai/gpt-4o").unwrap().context_window,
-        128_000
-    );
+    assert_eq!(custom.lookup("openai/gpt-4o").unwrap().context_window, 128_000);
 }
 
 #[test]
 fn an_empty_override_changes_nothing() {
-    let custom = registry()
-        .with_override_str("", OverrideFormat::Toml)
-        .unwrap();
+    let custom = registry().with_override_str("", OverrideFormat::Toml).unwrap();
     assert_eq!(custom.len(), registry().len());
-    assert_eq!(
-        custom.lookup("gpt-4o").unwrap(),
-        registry().lookup("gpt-4o").unwrap()
-    );
+    assert_eq!(custom.lookup("gpt-4o").unwrap(), registry().lookup("gpt-4o").unwrap());
 }
 
 /// The reason of a rejected override text.
@@ -679,10 +538,7 @@ fn a_bad_override_names_the_key() {
     ];
     for (text, format, expected) in cases {
         let reason = override_error(text, *format);
-        assert!(
-            reason.starts_with(expected),
-            "got {reason:?}, expected {expected:?}"
-        );
+        assert!(reason.starts_with(expected), "got {reason:?}, expected {expected:?}");
     }
 }
 
@@ -718,13 +574,8 @@ fn override_syntax_errors_say_where() {
 
 #[test]
 fn a_missing_override_file_is_a_read_error() {
-    let path = std::env::temp_dir().join(format!(
-        "tightfit-models-{}-missing.toml",
-        std::process::id()
-    ));
+    let path = std::env::temp_dir().join(format!("tightfit-models-{}-missing.toml", std::process::id()));
     let err = registry().with_overrides(&path).unwrap_err();
     assert!(matches!(err, ModelError::ReadOverride { .. }), "{err}");
-    assert!(err
-        .to_string()
-        .starts_with("cannot read model override file "));
+    assert!(err.to_string().starts_with("cannot read model override file "));
 }

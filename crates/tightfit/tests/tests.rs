@@ -3,6 +3,7 @@
 mod convert;
 mod counting;
 mod errors;
+mod models;
 mod roundtrip;
 mod units;
 

@@ -375,7 +375,8 @@ pub(crate) fn write_message(message: &Message) -> Value {
         .parts
         .iter()
         .filter(|p| !matches!(p, Part::Thinking(t) if t.origin != ThinkingOrigin::Block))
-        .filter(|p| !matches!(p, Part::ToolCall(_)))
+        // calls go to `tool_calls`; a `tool_use` block read from the content stays there
+        .filter(|p| !matches!(p, Part::ToolCall(c) if c.style != CallStyle::AnthropicToolUse))
         .collect();
     if let Some(value) = write_content(message.content_form, &content) {
         out.insert("content".into(), value);
@@ -394,8 +395,11 @@ pub(crate) fn write_message(message: &Message) -> Value {
             out.insert(key.into(), Value::String(texts.join("\n")));
         }
     }
-    let calls: Vec<Value> =
-        message.tool_calls().filter(|c| c.style != CallStyle::OpenAiLegacy).map(write_tool_call).collect();
+    let calls: Vec<Value> = message
+        .tool_calls()
+        .filter(|c| !matches!(c.style, CallStyle::OpenAiLegacy | CallStyle::AnthropicToolUse))
+        .map(write_tool_call)
+        .collect();
     if !calls.is_empty() {
         out.insert("tool_calls".into(), Value::Array(calls));
     }
@@ -439,6 +443,8 @@ pub(crate) fn write_part(part: &Part) -> Value {
             out.insert("text".into(), Value::String(t.text.clone()));
             extend_missing(&mut out, &t.extra);
         }
+        // an Anthropic image block read from OpenAI content is written back as it came
+        Part::Image(image) if image.style == ImageStyle::Anthropic => return anthropic::write_block(part),
         Part::Image(image) => {
             let url = match &image.source {
                 ImageSource::Url(url) => url.clone(),

@@ -96,11 +96,8 @@ impl TokenizerFamily {
             return TokenizerFamily::Claude;
         }
         for &(family, name, tail) in OPENAI_RULES {
-            let found = starts.iter().any(|&s| {
-                segment[s..]
-                    .strip_prefix(name)
-                    .is_some_and(|rest| tail.allows(rest))
-            });
+            let found =
+                starts.iter().any(|&s| segment[s..].strip_prefix(name).is_some_and(|rest| tail.allows(rest)));
             if found {
                 return family;
             }
@@ -122,9 +119,7 @@ impl TokenizerFamily {
     /// The family named `name` (as [`as_str`](Self::as_str) writes it; case does not
     /// matter), or `None`.
     pub fn from_name(name: &str) -> Option<TokenizerFamily> {
-        Self::ALL
-            .into_iter()
-            .find(|family| family.as_str().eq_ignore_ascii_case(name))
+        Self::ALL.into_iter().find(|family| family.as_str().eq_ignore_ascii_case(name))
     }
 
     /// Every family, in declaration order.

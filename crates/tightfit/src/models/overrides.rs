@@ -47,18 +47,12 @@ pub(super) fn apply(
     format: OverrideFormat,
 ) -> Result<Vec<(ModelInfo, bool)>, String> {
     let value: Value = match format {
-        OverrideFormat::Toml => {
-            toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?
-        }
+        OverrideFormat::Toml => toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?,
         OverrideFormat::Json => serde_json::from_str(text).map_err(|e| e.to_string())?,
     };
     let entries = read_entries(&value)?;
-    let mut models: Vec<(ModelInfo, bool)> = base
-        .models
-        .iter()
-        .cloned()
-        .zip(base.from_override.iter().copied())
-        .collect();
+    let mut models: Vec<(ModelInfo, bool)> =
+        base.models.iter().cloned().zip(base.from_override.iter().copied()).collect();
     let mut given: Vec<(String, String)> = Vec::new();
     for (index, entry) in entries.into_iter().enumerate() {
         let key = (entry.provider.to_lowercase(), entry.id.to_lowercase());
@@ -151,9 +145,7 @@ fn merge(models: &mut Vec<(ModelInfo, bool)>, entry: Entry, index: usize) -> Res
     }
     for (a, alias) in entry.aliases.into_iter().enumerate() {
         if alias.eq_ignore_ascii_case(&model.id) {
-            return Err(format!(
-                "model[{index}].aliases[{a}]: \"{alias}\" is the model's own id"
-            ));
+            return Err(format!("model[{index}].aliases[{a}]: \"{alias}\" is the model's own id"));
         }
         if !model.aliases.iter().any(|x| x.eq_ignore_ascii_case(&alias)) {
             model.aliases.push(alias);
@@ -170,14 +162,9 @@ fn check_names(models: &[(ModelInfo, bool)], entry: &Entry, index: usize) -> Res
     });
     for other in others {
         let clash = |name: &str| {
-            other.id.eq_ignore_ascii_case(name)
-                || other.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            other.id.eq_ignore_ascii_case(name) || other.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
         };
-        if other
-            .aliases
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case(&entry.id))
-        {
+        if other.aliases.iter().any(|a| a.eq_ignore_ascii_case(&entry.id)) {
             return Err(format!(
                 "model[{index}].id: \"{}\" is already a name of {}/{}",
                 entry.id, other.provider, other.id
@@ -195,18 +182,13 @@ fn check_names(models: &[(ModelInfo, bool)], entry: &Entry, index: usize) -> Res
 
 fn read_entries(value: &Value) -> Result<Vec<Entry>, String> {
     let Value::Object(top) = value else {
-        return Err(format!(
-            "top level: expected a table with a `model` list, found {}",
-            describe(value)
-        ));
+        return Err(format!("top level: expected a table with a `model` list, found {}", describe(value)));
     };
     let mut list = None;
     for (key, item) in top {
         match key.as_str() {
             "model" | "models" if list.is_none() => list = Some((key, item)),
-            "model" | "models" => {
-                return Err(format!("{key}: give either `model` or `models`, not both"))
-            }
+            "model" | "models" => return Err(format!("{key}: give either `model` or `models`, not both")),
             _ => return Err(unknown_key(key, &["model"])),
         }
     }
@@ -214,24 +196,14 @@ fn read_entries(value: &Value) -> Result<Vec<Entry>, String> {
         return Ok(Vec::new());
     };
     let Value::Array(items) = list else {
-        return Err(format!(
-            "{key}: expected a list of tables, found {}",
-            describe(list)
-        ));
+        return Err(format!("{key}: expected a list of tables, found {}", describe(list)));
     };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| read_entry(item, &format!("{key}[{i}]")))
-        .collect()
+    items.iter().enumerate().map(|(i, item)| read_entry(item, &format!("{key}[{i}]"))).collect()
 }
 
 fn read_entry(value: &Value, path: &str) -> Result<Entry, String> {
     let Value::Object(table) = value else {
-        return Err(format!(
-            "{path}: expected a table, found {}",
-            describe(value)
-        ));
+        return Err(format!("{path}: expected a table, found {}", describe(value)));
     };
     let mut entry = Entry::default();
     for (key, item) in table {
@@ -264,20 +236,14 @@ fn text(value: &Value, at: &str) -> Result<String, String> {
     match value {
         Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
         Value::String(_) => Err(format!("{at}: must not be empty")),
-        _ => Err(format!(
-            "{at}: expected a string, found {}",
-            describe(value)
-        )),
+        _ => Err(format!("{at}: expected a string, found {}", describe(value))),
     }
 }
 
 fn positive(value: &Value, at: &str) -> Result<u64, String> {
     match value.as_u64() {
         Some(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "{at}: expected a positive integer, found {}",
-            describe(value)
-        )),
+        _ => Err(format!("{at}: expected a positive integer, found {}", describe(value))),
     }
 }
 
@@ -314,26 +280,15 @@ fn prices(value: &Value, at: &str) -> Result<[Option<f64>; 4], String> {
 
 fn aliases(value: &Value, at: &str) -> Result<Vec<String>, String> {
     let Value::Array(items) = value else {
-        return Err(format!(
-            "{at}: expected a list of strings, found {}",
-            describe(value)
-        ));
+        return Err(format!("{at}: expected a list of strings, found {}", describe(value)));
     };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| text(item, &format!("{at}[{i}]")))
-        .collect()
+    items.iter().enumerate().map(|(i, item)| text(item, &format!("{at}[{i}]"))).collect()
 }
 
 /// `path: unknown key`, with the closest known key or the list of them.
 fn unknown_key(path: &str, known: &[&str]) -> String {
     let key = path.rsplit('.').next().unwrap_or(path);
-    let closest = known
-        .iter()
-        .map(|k| (strsim::levenshtein(key, k), *k))
-        .min()
-        .filter(|&(d, _)| d <= 3);
+    let closest = known.iter().map(|k| (strsim::levenshtein(key, k), *k)).min().filter(|&(d, _)| d <= 3);
     match closest {
         Some((_, k)) => format!("{path}: unknown key (did you mean {k}?)"),
         None => format!("{path}: unknown key (expected {})", known.join(", ")),

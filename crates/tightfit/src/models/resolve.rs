@@ -101,20 +101,12 @@ impl Registry {
 
     /// The longest prefix of `name`, cut at a `-` or `@`, that matches a model while what
     /// follows it is a date or version suffix.
-    fn snapshot(
-        &self,
-        name: &str,
-        provider: Option<&str>,
-        maker: Option<&str>,
-    ) -> Option<NameEntry> {
+    fn snapshot(&self, name: &str, provider: Option<&str>, maker: Option<&str>) -> Option<NameEntry> {
         name.rmatch_indices(['-', '@'])
             .map(|(cut, _)| cut)
             .filter(|&cut| cut > 0 && is_version_suffix(&name[cut..]))
             .find_map(|cut| self.best(&name[..cut], provider, maker))
-            .map(|found| NameEntry {
-                model: found.model,
-                kind: MatchKind::Snapshot,
-            })
+            .map(|found| NameEntry { model: found.model, kind: MatchKind::Snapshot })
     }
 
     /// The best of the models whose id, alias or last segment is `name`.
@@ -123,9 +115,7 @@ impl Registry {
         entries
             .iter()
             .copied()
-            .filter(|e| {
-                provider.is_none_or(|p| self.models[e.model].provider.eq_ignore_ascii_case(p))
-            })
+            .filter(|e| provider.is_none_or(|p| self.models[e.model].provider.eq_ignore_ascii_case(p)))
             .min_by(|a, b| self.rank(*a, maker).cmp(&self.rank(*b, maker)))
     }
 
@@ -151,10 +141,7 @@ impl Registry {
     }
 
     fn resolution(&self, entry: NameEntry) -> Resolution<'_> {
-        Resolution {
-            model: &self.models[entry.model],
-            matched_by: entry.kind,
-        }
+        Resolution { model: &self.models[entry.model], matched_by: entry.kind }
     }
 
     /// The error for a name that matched nothing, with up to three suggestions.
@@ -174,9 +161,7 @@ impl Registry {
         for model in &self.models {
             let id = model.id.as_str();
             let segment = id.rsplit('/').next().unwrap_or(id);
-            let names = [id, segment]
-                .into_iter()
-                .chain(model.aliases.iter().map(String::as_str));
+            let names = [id, segment].into_iter().chain(model.aliases.iter().map(String::as_str));
             for candidate in names {
                 let distance = strsim::levenshtein(&query, &candidate.to_lowercase());
                 if distance <= limit {
@@ -184,24 +169,16 @@ impl Registry {
                 }
             }
         }
-        scored.sort_by(|a, b| {
-            (a.0, a.1.len(), a.1.to_lowercase()).cmp(&(b.0, b.1.len(), b.1.to_lowercase()))
-        });
+        scored.sort_by_cached_key(|&(distance, name)| (distance, name.len(), name.to_lowercase()));
         for (_, candidate) in scored {
             if suggestions.len() == 3 {
                 break;
             }
-            if !suggestions
-                .iter()
-                .any(|s| s.eq_ignore_ascii_case(candidate))
-            {
+            if !suggestions.iter().any(|s| s.eq_ignore_ascii_case(candidate)) {
                 suggestions.push(candidate.to_string());
             }
         }
-        ModelError::Unknown {
-            name: name.to_string(),
-            suggestions,
-        }
+        ModelError::Unknown { name: name.to_string(), suggestions }
     }
 }
 
@@ -214,10 +191,7 @@ pub(super) fn is_version_suffix(rest: &str) -> bool {
 }
 
 fn suffixes(rest: &str) -> bool {
-    rest.is_empty()
-        || token_lengths(rest)
-            .into_iter()
-            .any(|n| suffixes(&rest[n..]))
+    rest.is_empty() || token_lengths(rest).into_iter().any(|n| suffixes(&rest[n..]))
 }
 
 /// The lengths of the version tokens that `s` starts with.
@@ -239,13 +213,7 @@ fn token_lengths(s: &str) -> Vec<usize> {
     }
     let run = digits(tail);
     // -YYYYMMDD
-    if run == 8
-        && valid_date(
-            number(&tail[0..4]),
-            number(&tail[4..6]),
-            number(&tail[6..8]),
-        )
-    {
+    if run == 8 && valid_date(number(&tail[0..4]), number(&tail[4..6]), number(&tail[6..8])) {
         lengths.push(9);
     }
     // -YYYY-MM-DD
@@ -255,11 +223,7 @@ fn token_lengths(s: &str) -> Vec<usize> {
         && tail[7] == b'-'
         && digits(&tail[5..7]) == 2
         && digits(&tail[8..10]) == 2
-        && valid_date(
-            number(&tail[0..4]),
-            number(&tail[5..7]),
-            number(&tail[8..10]),
-        )
+        && valid_date(number(&tail[0..4]), number(&tail[5..7]), number(&tail[8..10]))
     {
         lengths.push(11);
     }
@@ -361,10 +325,7 @@ mod tests {
             "-1",
             "2024",
         ] {
-            assert!(
-                !is_version_suffix(bad),
-                "{bad} should not be a version suffix"
-            );
+            assert!(!is_version_suffix(bad), "{bad} should not be a version suffix");
         }
     }
 
@@ -383,10 +344,7 @@ mod tests {
     fn every_maker_is_a_provider_of_the_table() {
         let registry = Registry::embedded();
         for &(_, provider, _) in MAKERS {
-            assert!(
-                registry.providers.contains(provider),
-                "maker {provider} is not a provider of the table"
-            );
+            assert!(registry.providers.contains(provider), "maker {provider} is not a provider of the table");
         }
     }
 }

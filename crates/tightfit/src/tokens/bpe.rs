@@ -4,7 +4,45 @@
 //! tiktoken and measured about 1.6× faster than tiktoken-rs here; its `count_till_limit`
 //! stops as soon as the limit is passed.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use super::TokenCounter;
+
+/// Pieces up to this many bytes are cached (words, numbers, punctuation runs: most pieces).
+const CACHED_PIECE_LEN: usize = 24;
+
+/// Entries per encoding and thread before the cache starts over (about 4 MB).
+const CACHE_CAPACITY: usize = 1 << 16;
+
+thread_local! {
+    /// Token counts of recently seen pieces, per encoding. Text repeats its words, and a hash
+    /// lookup is several times cheaper than running the BPE on a piece: this made counting
+    /// the corpus about 1.5× faster (benches/counting.rs). Pieces depend only on the text, so
+    /// the cache cannot change a count.
+    static PIECES: RefCell<[HashMap<Box<str>, u32, xxhash_rust::xxh3::Xxh3Builder>; 2]> =
+        RefCell::new(Default::default());
+}
+
+/// The tokens of one pre-tokenized piece, from the cache when it is short.
+fn count_piece(
+    tokenizer: &bpe_openai::Tokenizer,
+    cache: &mut HashMap<Box<str>, u32, xxhash_rust::xxh3::Xxh3Builder>,
+    piece: &str,
+) -> usize {
+    if piece.len() > CACHED_PIECE_LEN {
+        return tokenizer.bpe.count(piece.as_bytes());
+    }
+    if let Some(&count) = cache.get(piece) {
+        return count as usize;
+    }
+    let count = tokenizer.bpe.count(piece.as_bytes());
+    if cache.len() >= CACHE_CAPACITY {
+        cache.clear();
+    }
+    cache.insert(piece.into(), count as u32);
+    count
+}
 
 /// An OpenAI BPE encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,8 +81,15 @@ impl TokenCounter for OpenAiEncoding {
         }
     }
 
+    /// Splits the text with the encoding's pre-tokenizer, then counts each piece, taking
+    /// short pieces from a per-thread cache (see [`count_piece`]).
     fn count(&self, text: &str) -> usize {
-        self.tokenizer().count(text)
+        let tokenizer = self.tokenizer();
+        PIECES.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let cache = &mut cache[*self as usize];
+            tokenizer.split(text).map(|piece| count_piece(tokenizer, cache, piece)).sum()
+        })
     }
 
     fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {

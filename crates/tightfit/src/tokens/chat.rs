@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::image::{self, Dimensions};
-use super::{schema, Estimate, OpenAiEncoding, TokenCounter};
+use super::{schema, Estimate, OpenAiEncoding, TokenCounter, TokenizerError};
 use crate::message::{ImageSource, Message, Part, Role, Tool};
 use crate::models::TokenizerFamily;
 
@@ -111,6 +111,23 @@ impl ChatCounter {
     /// The same framing with another text counter (a calibrated estimate, say).
     pub fn with_counter(&self, counter: Arc<dyn TokenCounter>) -> ChatCounter {
         ChatCounter::new(counter, self.framing).with_default_image(self.default_image)
+    }
+
+    /// This counter corrected by a provider's own count of an earlier request of the same
+    /// conversation: `estimated` is what this counter counted for that request (its
+    /// [`Count::total`]) and `reported` the input tokens the provider billed for it
+    /// (`usage.input_tokens` plus cache reads and writes for Anthropic, `usage.prompt_tokens`
+    /// for OpenAI-compatible servers). Text counts are scaled by `reported / estimated`;
+    /// framing constants are not, so the calibrated total of that same request lands within a
+    /// few tokens of `reported`. Errors when either number is zero.
+    pub fn calibrated(&self, estimated: usize, reported: usize) -> Result<ChatCounter, TokenizerError> {
+        if estimated == 0 || reported == 0 {
+            return Err(TokenizerError::Calibration(format!(
+                "need non-zero counts, got estimated={estimated} reported={reported}"
+            )));
+        }
+        let factor = reported as f64 / estimated as f64;
+        Ok(self.with_counter(Arc::new(Estimate::new(self.counter.clone(), factor))))
     }
 
     /// The text counter.

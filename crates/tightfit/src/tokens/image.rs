@@ -34,12 +34,13 @@ pub fn dimensions_from_base64(data: &str) -> Option<Dimensions> {
     let data = data.trim();
     for limit in [4096usize, 65536, usize::MAX] {
         let end = limit.min(data.len()) / 4 * 4;
-        let prefix = if limit >= data.len() { data } else { &data[..end] };
+        // a byte prefix: `end` need not fall on a char boundary of text that is not base64
+        let prefix = if limit >= data.len() { data.as_bytes() } else { &data.as_bytes()[..end] };
         let engine = base64::engine::general_purpose::STANDARD;
         let bytes = match engine.decode(prefix) {
             Ok(bytes) => bytes,
             Err(_) if limit >= data.len() => {
-                base64::engine::general_purpose::STANDARD_NO_PAD.decode(prefix.trim_end_matches('=')).ok()?
+                base64::engine::general_purpose::STANDARD_NO_PAD.decode(data.trim_end_matches('=')).ok()?
             }
             Err(_) => return None,
         };
