@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use tightfit::format::{self, FormatHint};
-use tightfit::models::{ModelInfo, Registry};
+use tightfit::models::{ModelInfo, Registry, TokenizerFamily};
 use tightfit::tokens::{ChatCounter, Count};
 
 use crate::input::{self, Record};
@@ -172,6 +172,7 @@ fn to_json(c: &Counted) -> Value {
         "id": c.id,
         "model": c.model.qualified_id(),
         "context_window": c.model.context_window,
+        "exact": exact(c.model),
         "total": total,
         "window_share": round(share(total, c.model.context_window)),
         "tools": c.count.tools,
@@ -179,6 +180,11 @@ fn to_json(c: &Counted) -> Value {
         "by_role": roles,
         "messages": messages,
     })
+}
+
+/// Whether the model's tokenizer is public, so counts are exact rather than estimated.
+fn exact(model: &ModelInfo) -> bool {
+    matches!(model.tokenizer, TokenizerFamily::O200kBase | TokenizerFamily::Cl100kBase)
 }
 
 fn round(percent: f64) -> f64 {

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use super::content::{self, take_tools};
 use super::openai::{self, extend_missing, read_request_fields};
 use super::path::{array, object, string, take, Path};
 use super::{Conversation, Format, FormatError};
@@ -53,15 +54,7 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
             };
             let at = root.key("messages");
             messages.extend(read_messages(array(list, &at)?, &at, false)?);
-            let tools = match take(&mut map, "tools") {
-                Some(Value::Array(items)) => Some(read_tools(items, &root.key("tools"))?),
-                Some(Value::Null) => {
-                    map.insert("tools".into(), Value::Null);
-                    None
-                }
-                None => None,
-                Some(other) => return Err(root.key("tools").expected("an array", &other)),
-            };
+            let tools = take_tools(&mut map, &root, read_tools)?;
             let request = read_request_fields(map, &root)?;
             Ok(Conversation { format: Format::Anthropic, messages, tools, request: Some(request) })
         }
@@ -116,18 +109,7 @@ fn read_messages(items: Vec<Value>, at: &Path, allow_system: bool) -> Result<Vec
 }
 
 fn read_content(value: Value, at: &Path) -> Result<(ContentForm, Vec<Part>), FormatError> {
-    match value {
-        Value::Null => Ok((ContentForm::Null, Vec::new())),
-        Value::String(text) => Ok((ContentForm::Text, vec![Part::Text(TextPart::new(text))])),
-        Value::Array(items) => {
-            let mut parts = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                parts.push(read_block(item, &at.index(i))?);
-            }
-            Ok((ContentForm::Parts, parts))
-        }
-        other => Err(at.expected("a string or an array of content blocks", &other)),
-    }
+    content::read_content(value, at, read_block, "a string or an array of content blocks")
 }
 
 /// Reads one content block; unknown blocks become opaque parts.
@@ -330,17 +312,8 @@ fn write_message(message: &Message) -> Value {
 }
 
 fn write_content(form: ContentForm, parts: &[Part]) -> Option<Value> {
-    match (form, parts) {
-        (ContentForm::Absent, []) => None,
-        (ContentForm::Null, []) => Some(Value::Null),
-        (ContentForm::Text, []) => Some(Value::String(String::new())),
-        (ContentForm::Text | ContentForm::Null | ContentForm::Absent, [Part::Text(t)])
-            if t.extra.is_empty() =>
-        {
-            Some(Value::String(t.text.clone()))
-        }
-        _ => Some(Value::Array(parts.iter().map(write_block).collect())),
-    }
+    let parts: Vec<&Part> = parts.iter().collect();
+    content::write_content(form, &parts, write_block)
 }
 
 /// Writes one part as an Anthropic content block. Parts Anthropic has no block for (audio,

@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use super::content::{self, take_tools, write_content};
 use super::path::{array, object, string, take, Path};
 use super::{anthropic, Conversation, Format, FormatError, RequestFields};
 use crate::message::{
@@ -30,16 +31,7 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
                 return Err(root.error("expected a list of messages or an object with `messages`"));
             };
             let messages = read_messages(array(messages, &root.key("messages"))?, &root.key("messages"))?;
-            let tools = match take(&mut map, "tools") {
-                Some(Value::Array(items)) => Some(read_tools(items, &root.key("tools"))?),
-                Some(Value::Null) => {
-                    // an explicit null stays where the caller put it
-                    map.insert("tools".into(), Value::Null);
-                    None
-                }
-                None => None,
-                Some(other) => return Err(root.key("tools").expected("an array", &other)),
-            };
+            let tools = take_tools(&mut map, &root, read_tools)?;
             let request = read_request_fields(map, &root)?;
             Ok(Conversation { format: Format::OpenAi, messages, tools, request: Some(request) })
         }
@@ -149,18 +141,7 @@ fn read_message(value: Value, at: &Path) -> Result<Message, FormatError> {
 
 /// Reads a `content` value: null, a string, or a list of parts.
 pub(super) fn read_content(value: Value, at: &Path) -> Result<(ContentForm, Vec<Part>), FormatError> {
-    match value {
-        Value::Null => Ok((ContentForm::Null, Vec::new())),
-        Value::String(text) => Ok((ContentForm::Text, vec![Part::Text(TextPart::new(text))])),
-        Value::Array(items) => {
-            let mut parts = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                parts.push(read_part(item, &at.index(i))?);
-            }
-            Ok((ContentForm::Parts, parts))
-        }
-        other => Err(at.expected("a string, null or an array of parts", &other)),
-    }
+    content::read_content(value, at, read_part, "a string, null or an array of parts")
 }
 
 fn read_part(value: Value, at: &Path) -> Result<Part, FormatError> {
@@ -378,7 +359,7 @@ pub(crate) fn write_message(message: &Message) -> Value {
         // calls go to `tool_calls`; a `tool_use` block read from the content stays there
         .filter(|p| !matches!(p, Part::ToolCall(c) if c.style != CallStyle::AnthropicToolUse))
         .collect();
-    if let Some(value) = write_content(message.content_form, &content) {
+    if let Some(value) = write_content(message.content_form, &content, write_part) {
         out.insert("content".into(), value);
     }
     for origin in [ThinkingOrigin::ReasoningContent, ThinkingOrigin::Reasoning] {
@@ -415,22 +396,6 @@ pub(crate) fn write_message(message: &Message) -> Value {
     }
     extend_missing(&mut out, &message.extra);
     Value::Object(out)
-}
-
-/// Writes content parts in the shape `form` asks for, if it can (a string needs exactly one
-/// plain text part); `None` means no `content` key.
-fn write_content(form: ContentForm, parts: &[&Part]) -> Option<Value> {
-    match (form, parts) {
-        (ContentForm::Absent, []) => None,
-        (ContentForm::Null, []) => Some(Value::Null),
-        (ContentForm::Text, []) => Some(Value::String(String::new())),
-        (ContentForm::Text | ContentForm::Null | ContentForm::Absent, [Part::Text(t)])
-            if t.extra.is_empty() =>
-        {
-            Some(Value::String(t.text.clone()))
-        }
-        _ => Some(Value::Array(parts.iter().map(|p| write_part(p)).collect())),
-    }
 }
 
 /// Writes one content part in OpenAI form; parts OpenAI has no shape for (tool results,
