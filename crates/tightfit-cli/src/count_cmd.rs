@@ -207,9 +207,10 @@ fn thousands(n: u64) -> String {
 fn write_detail(c: &Counted, out: &mut impl Write) -> std::io::Result<()> {
     let total = c.count.total;
     let window = c.model.context_window;
+    let counted_with = if exact(c.model) { "exact" } else { "estimated" };
     writeln!(
         out,
-        "{}  ·  window {} tokens  ·  {}",
+        "{}  ·  window {} tokens  ·  {} ({counted_with})",
         c.model.qualified_id(),
         thousands(window),
         c.model.tokenizer.as_str()
