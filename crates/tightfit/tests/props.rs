@@ -215,7 +215,7 @@ fn image_data() -> BoxedStrategy<String> {
         3 => (0u32..20_000, 0u32..20_000).prop_map(move |(w, h)| b64(png(w, h))),
         1 => (any::<u32>(), any::<u32>()).prop_map(move |(w, h)| b64(png(w, h))),
         1 => (any::<u16>(), any::<u16>()).prop_map(move |(w, h)| b64(gif(w, h))),
-        1 => prop::collection::vec(any::<u8>(), 0..40).prop_map(move |b| b64(b)),
+        1 => prop::collection::vec(any::<u8>(), 0..40).prop_map(b64),
         1 => text(),
         // long enough for the reader to decode a prefix first, and not necessarily ASCII
         1 => (prop::sample::select(vec!["A", "€", "é", "日本", "=", "iVBORw0KGgo"]), 1400usize..25_000)
