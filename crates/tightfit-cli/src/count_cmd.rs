@@ -23,6 +23,8 @@ pub struct Options {
     pub hint: FormatHint,
     /// `--json`.
     pub json: bool,
+    /// `--tokenizer`: a HuggingFace `tokenizer.json` to count with.
+    pub tokenizer: Option<std::path::PathBuf>,
 }
 
 /// One counted conversation.
@@ -32,6 +34,10 @@ struct Counted<'r> {
     model: &'r ModelInfo,
     roles: Vec<String>,
     count: Count,
+    /// The text counter's name (`o200k_base`, `o200k_base*1.25`, `hf:…`).
+    counter: String,
+    /// Whether the counter is the model's real tokenizer.
+    exact: bool,
 }
 
 /// Counts every conversation of `file`; returns `Ok(false)` when some could not be read
@@ -39,7 +45,8 @@ struct Counted<'r> {
 pub fn run(registry: &Registry, file: &Path, options: &Options) -> anyhow::Result<bool> {
     let (name, records) = input::read(file)?;
     let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
-    let counters = Counters::default();
+    let counters =
+        Counters { fixed: options.tokenizer.as_deref().map(hf_counter).transpose()?, ..Default::default() };
     let progress = progress_bar(records.len());
     let results: Vec<Result<Counted, String>> = records
         .par_iter()
@@ -81,15 +88,37 @@ pub fn run(registry: &Registry, file: &Path, options: &Options) -> anyhow::Resul
     Ok(ok)
 }
 
-/// One counter per model, shared by the worker threads.
+/// One counter per model, shared by the worker threads; or one for all, from `--tokenizer`.
 #[derive(Default)]
-struct Counters(Mutex<HashMap<String, ChatCounter>>);
+struct Counters {
+    fixed: Option<ChatCounter>,
+    by_model: Mutex<HashMap<String, ChatCounter>>,
+}
 
 impl Counters {
     fn get(&self, model: &ModelInfo) -> ChatCounter {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(counter) = &self.fixed {
+            return counter.clone();
+        }
+        let mut map = self.by_model.lock().unwrap_or_else(|e| e.into_inner());
         map.entry(model.qualified_id()).or_insert_with(|| ChatCounter::for_family(model.tokenizer)).clone()
     }
+}
+
+/// A counter from a `tokenizer.json`, with OpenAI-style framing (what OpenAI-compatible
+/// servers of open models bill closest to).
+#[cfg(feature = "hf")]
+fn hf_counter(path: &Path) -> anyhow::Result<ChatCounter> {
+    let tokenizer = tightfit::tokens::HfTokenizer::from_file(path)?;
+    Ok(ChatCounter::new(std::sync::Arc::new(tokenizer), tightfit::tokens::Framing::OpenAi))
+}
+
+#[cfg(not(feature = "hf"))]
+fn hf_counter(path: &Path) -> anyhow::Result<ChatCounter> {
+    anyhow::bail!(
+        "cannot count with {}: this build has no HuggingFace tokenizer support (build with `--features hf`)",
+        path.display()
+    )
 }
 
 fn count_record<'r>(
@@ -120,7 +149,9 @@ fn count_record<'r>(
     let count = counter.count(&conversation.messages, conversation.tools.as_deref());
     let id = request.and_then(|r| r.extra.get("id")).and_then(Value::as_str).map(String::from);
     let roles = conversation.messages.iter().map(|m| m.role_name().to_string()).collect();
-    Ok(Counted { line: record.line, id, model, roles, count })
+    let exact = counters.fixed.is_some() || exact(model);
+    let name = counter.text_counter().name().to_string();
+    Ok(Counted { line: record.line, id, model, roles, count, counter: name, exact })
 }
 
 fn progress_bar(len: usize) -> ProgressBar {
@@ -172,7 +203,8 @@ fn to_json(c: &Counted) -> Value {
         "id": c.id,
         "model": c.model.qualified_id(),
         "context_window": c.model.context_window,
-        "exact": exact(c.model),
+        "counter": c.counter,
+        "exact": c.exact,
         "total": total,
         "window_share": round(share(total, c.model.context_window)),
         "tools": c.count.tools,
@@ -207,13 +239,13 @@ fn thousands(n: u64) -> String {
 fn write_detail(c: &Counted, out: &mut impl Write) -> std::io::Result<()> {
     let total = c.count.total;
     let window = c.model.context_window;
-    let counted_with = if exact(c.model) { "exact" } else { "estimated" };
+    let counted_with = if c.exact { "exact" } else { "estimated" };
     writeln!(
         out,
         "{}  ·  window {} tokens  ·  {} ({counted_with})",
         c.model.qualified_id(),
         thousands(window),
-        c.model.tokenizer.as_str()
+        c.counter
     )?;
     writeln!(out, "{:>6}  {:<10} {:>10} {:>7}", "#", "role", "tokens", "share")?;
     for (index, (role, tokens)) in c.roles.iter().zip(&c.count.per_message).enumerate() {

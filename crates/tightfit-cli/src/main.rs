@@ -45,6 +45,11 @@ enum Command {
         /// A TOML or JSON file that adds models to the registry or overrides them.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
+        /// Count with this HuggingFace `tokenizer.json` (for open models) instead of the
+        /// model's default counter; the model still gives the window. Needs a build with the
+        /// `hf` feature.
+        #[arg(long, value_name = "FILE")]
+        tokenizer: Option<PathBuf>,
     },
     /// List the model registry, or the models matching QUERY.
     Models {
@@ -93,9 +98,9 @@ fn registry(models_file: Option<&PathBuf>) -> anyhow::Result<Cow<'static, Regist
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Count { file, model, format, json, models_file } => {
+        Command::Count { file, model, format, json, models_file, tokenizer } => {
             registry(models_file.as_ref()).and_then(|registry| {
-                let options = count_cmd::Options { model, hint: format.hint(), json };
+                let options = count_cmd::Options { model, hint: format.hint(), json, tokenizer };
                 count_cmd::run(&registry, &file, &options)
             })
         }

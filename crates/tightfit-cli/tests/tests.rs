@@ -156,3 +156,28 @@ fn models_lists_and_resolves() {
     let first: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
     assert_eq!(first["context_window"], 200_000);
 }
+
+#[cfg(feature = "hf")]
+#[test]
+fn a_huggingface_tokenizer_file_replaces_the_model_counter() {
+    let json = r#"{
+      "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+      "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,
+      "model": {"type": "WordLevel", "vocab": {"hello": 0, "world": 1, "[UNK]": 2}, "unk_token": "[UNK]"}
+    }"#;
+    let path = std::env::temp_dir().join(format!("tightfit-cli-hf-{}.json", std::process::id()));
+    std::fs::write(&path, json).unwrap();
+    let input = r#"[{"role": "user", "content": "hello world hello"}]"#;
+    let output = tightfit(
+        &["count", "-", "--model", "gpt-4o", "--tokenizer", path.to_str().unwrap(), "--json"],
+        Some(input),
+    );
+    std::fs::remove_file(&path).ok();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    // 3 framing + role "user" (1 word) + 3 words, then 3 of reply priming
+    assert_eq!(report["messages"][0]["tokens"], 3 + 1 + 3);
+    assert_eq!(report["total"], 3 + 1 + 3 + 3);
+    assert!(report["counter"].as_str().unwrap().starts_with("hf:"));
+    assert_eq!(report["exact"], true);
+}
