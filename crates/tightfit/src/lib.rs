@@ -30,7 +30,9 @@ pub mod message;
 pub mod models;
 pub mod tokens;
 pub mod units;
+pub mod validate;
 
 pub use format::{Conversation, Format, FormatError};
 pub use message::{Message, Part, Role};
 pub use units::{units, Unit, UnitKind};
+pub use validate::{validate, Rule, Violation};

@@ -7,6 +7,7 @@ mod models;
 mod props;
 mod roundtrip;
 mod units;
+mod validate;
 
 use std::path::PathBuf;
 

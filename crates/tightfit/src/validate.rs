@@ -1,0 +1,300 @@
+//! The rules a history must meet before a provider accepts it, checked message by message.
+//!
+//! `validate` lists every violation with the index of the message and the reason, so a caller
+//! (or `fit`'s final check) learns exactly what a provider would reject with a 400. One pass
+//! over the messages, O(messages + calls).
+//!
+//! OpenAI: no tool message before the first assistant message; every tool result answers a
+//! call of the assistant message right before its run of tool messages; every call is answered
+//! before the next non-tool message; call ids are unique within a message; roles are known.
+//!
+//! Anthropic: system prompts only at the head; the first message is a user message; roles
+//! alternate; `tool_result` blocks come first in the user message right after the assistant
+//! message whose `tool_use` they answer, and answer every one of those calls; thinking blocks
+//! carry their signatures, and when the history uses thinking, the assistant message of the
+//! current tool turn still starts with its thinking.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::format::Format;
+use crate::message::{Message, Part, Role};
+
+/// Which rule a message breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    /// A tool result that answers no open call of the assistant message before it.
+    OrphanToolResult,
+    /// A tool call that gets no result before the conversation moves on.
+    UnansweredToolCall,
+    /// The history (after its system messages) starts with a tool result.
+    LeadingToolResult,
+    /// Two calls of one message share an id.
+    DuplicateCallId,
+    /// A tool message without `tool_call_id`.
+    MissingCallId,
+    /// A role the provider does not accept.
+    UnsupportedRole,
+    /// Anthropic: a system message after the conversation started.
+    SystemNotAtStart,
+    /// Anthropic: the first message is not a user message.
+    FirstNotUser,
+    /// Anthropic: two messages in a row with the same role.
+    NotAlternating,
+    /// Anthropic: a `tool_result` block after other content of its message.
+    ToolResultNotFirst,
+    /// Anthropic: a thinking block without its signature.
+    UnsignedThinking,
+    /// Anthropic: the history uses thinking, but the assistant message of the current tool
+    /// turn lost its thinking block.
+    MissingCurrentThinking,
+}
+
+/// One rule a history breaks, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The index of the message in the history.
+    pub index: usize,
+    /// The rule.
+    pub rule: Rule,
+    /// What is wrong, for a person.
+    pub reason: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "messages[{}]: {}", self.index, self.reason)
+    }
+}
+
+/// Every violation of `provider`'s rules in `messages`, in message order; empty when a
+/// provider would accept the history.
+pub fn validate(messages: &[Message], provider: Format) -> Vec<Violation> {
+    let mut out = Vec::new();
+    match provider {
+        Format::Anthropic => anthropic(messages, &mut out),
+        _ => openai(messages, &mut out),
+    }
+    out.sort_by_key(|v| v.index);
+    out
+}
+
+fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
+    out.push(Violation { index, rule, reason });
+}
+
+/// The ids of a message's calls; a second call with the same id is reported.
+fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> Vec<&'m str> {
+    let mut ids: Vec<&str> = Vec::new();
+    for call in message.tool_calls() {
+        let id = call.id.as_deref().unwrap_or(call.name.as_str());
+        if ids.contains(&id) {
+            push(out, index, Rule::DuplicateCallId, format!("two tool calls share the id {id:?}"));
+        } else {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+fn openai(messages: &[Message], out: &mut Vec<Violation>) {
+    // the calls of the last assistant message that still wait for results, and its index
+    let mut open: Vec<&str> = Vec::new();
+    let mut caller: Option<usize> = None;
+    let mut answered: HashSet<&str> = HashSet::new();
+    let mut seen_conversation = false;
+    for (index, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::Tool | Role::Function => {
+                if !seen_conversation {
+                    push(
+                        out,
+                        index,
+                        Rule::LeadingToolResult,
+                        "a tool result before any assistant message".into(),
+                    );
+                    continue;
+                }
+                let id = match (message.role, &message.tool_call_id) {
+                    (_, Some(id)) => id.as_str(),
+                    (Role::Function, None) => message.name.as_deref().unwrap_or_default(),
+                    (_, None) => {
+                        push(out, index, Rule::MissingCallId, "a tool message without `tool_call_id`".into());
+                        continue;
+                    }
+                };
+                match open.iter().position(|open_id| *open_id == id) {
+                    Some(at) => {
+                        open.remove(at);
+                        answered.insert(id);
+                    }
+                    None => {
+                        let reason = match caller {
+                            _ if answered.contains(id) => format!("a second result for call {id:?}"),
+                            Some(caller) => format!(
+                                "answers call {id:?}, which messages[{caller}] (the assistant message before it) did not make"
+                            ),
+                            None => format!("answers call {id:?}, which no assistant message before it made"),
+                        };
+                        push(out, index, Rule::OrphanToolResult, reason);
+                    }
+                }
+            }
+            role => {
+                report_unanswered(&mut open, caller, out);
+                answered.clear();
+                if role == Role::Other {
+                    push(
+                        out,
+                        index,
+                        Rule::UnsupportedRole,
+                        format!("the role {:?} is not an OpenAI role", message.role_name()),
+                    );
+                }
+                if !role.is_instruction() {
+                    seen_conversation = true;
+                }
+                if role == Role::Assistant {
+                    open = call_ids(message, index, out);
+                    caller = Some(index);
+                } else {
+                    caller = None;
+                }
+            }
+        }
+    }
+    report_unanswered(&mut open, caller, out);
+}
+
+fn report_unanswered(open: &mut Vec<&str>, caller: Option<usize>, out: &mut Vec<Violation>) {
+    if let (Some(caller), false) = (caller, open.is_empty()) {
+        for id in open.drain(..) {
+            push(out, caller, Rule::UnansweredToolCall, format!("tool call {id:?} gets no result"));
+        }
+    }
+}
+
+fn anthropic(messages: &[Message], out: &mut Vec<Violation>) {
+    let head = messages.iter().take_while(|m| m.role == Role::System).count();
+    let uses_thinking = messages.iter().any(|m| m.parts.iter().any(|p| matches!(p, Part::Thinking(_))));
+    let mut previous: Option<(usize, Role)> = None;
+    let mut open: Vec<&str> = Vec::new();
+    for (index, message) in messages.iter().enumerate().skip(head) {
+        let role = message.role;
+        if !matches!(role, Role::User | Role::Assistant) {
+            let (rule, reason) = match role {
+                Role::System | Role::Developer => {
+                    (Rule::SystemNotAtStart, "a system message after the conversation started".to_string())
+                }
+                _ => (
+                    Rule::UnsupportedRole,
+                    format!("the role {:?} is not an Anthropic role", message.role_name()),
+                ),
+            };
+            push(out, index, rule, reason);
+            continue;
+        }
+        match previous {
+            None if role != Role::User => {
+                push(out, index, Rule::FirstNotUser, "the first message must be a user message".into())
+            }
+            Some((_, last)) if last == role => {
+                push(out, index, Rule::NotAlternating, format!("a second {role} message in a row"))
+            }
+            _ => {}
+        }
+        // the results of the previous assistant message's calls, first in this message
+        let mut leading = true;
+        for part in &message.parts {
+            match part {
+                Part::ToolResult(result) => {
+                    let id = result.tool_use_id.as_str();
+                    if !leading {
+                        push(
+                            out,
+                            index,
+                            Rule::ToolResultNotFirst,
+                            format!("the result for {id:?} follows other content"),
+                        );
+                    }
+                    match open.iter().position(|open_id| *open_id == id) {
+                        Some(at) => {
+                            open.remove(at);
+                        }
+                        None => push(
+                            out,
+                            index,
+                            Rule::OrphanToolResult,
+                            format!(
+                                "answers tool_use {id:?}, which the assistant message before it did not make"
+                            ),
+                        ),
+                    }
+                }
+                _ => leading = false,
+            }
+        }
+        if let Some((caller, Role::Assistant)) = previous {
+            for id in open.drain(..) {
+                push(
+                    out,
+                    caller,
+                    Rule::UnansweredToolCall,
+                    format!("tool_use {id:?} gets no tool_result in the next message"),
+                );
+            }
+        }
+        open.clear();
+        if role == Role::Assistant {
+            open = call_ids(message, index, out);
+            for part in &message.parts {
+                if let Part::Thinking(t) = part {
+                    if t.signature.is_none() {
+                        push(
+                            out,
+                            index,
+                            Rule::UnsignedThinking,
+                            "a thinking block without its signature".into(),
+                        );
+                    }
+                }
+            }
+        }
+        previous = Some((index, role));
+    }
+    if let Some((caller, Role::Assistant)) = previous {
+        // the last message makes calls: the request ends waiting for results
+        for id in open.drain(..) {
+            push(out, caller, Rule::UnansweredToolCall, format!("tool_use {id:?} gets no tool_result"));
+        }
+    }
+    if uses_thinking {
+        if let Some(index) = current_tool_turn(messages) {
+            let starts_with_thinking =
+                matches!(messages[index].parts.first(), Some(Part::Thinking(_) | Part::RedactedThinking(_)));
+            if !starts_with_thinking {
+                push(
+                    out,
+                    index,
+                    Rule::MissingCurrentThinking,
+                    "the assistant message of the current tool turn must keep its thinking block".into(),
+                );
+            }
+        }
+    }
+}
+
+/// The assistant message whose tool calls the last user message answers, when the history
+/// ends inside a tool loop (the model is about to continue that turn).
+fn current_tool_turn(messages: &[Message]) -> Option<usize> {
+    let last = messages.len().checked_sub(1)?;
+    let answering = messages[last].role == Role::User
+        && messages[last].parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
+    if !answering || last == 0 {
+        return None;
+    }
+    let index = last - 1;
+    (messages[index].role == Role::Assistant && messages[index].tool_calls().next().is_some())
+        .then_some(index)
+}

@@ -1,0 +1,134 @@
+//! The provider rules: every violation named with its message index.
+
+use serde_json::{json, Value};
+use tightfit::format::{self, Format, FormatHint};
+use tightfit::{validate, Rule};
+
+fn violations(messages: Value, format: Format) -> Vec<(usize, Rule)> {
+    let messages = format::parse_messages(messages, format).unwrap();
+    validate(&messages, format).into_iter().map(|v| (v.index, v.rule)).collect()
+}
+
+fn call(id: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
+}
+
+fn result(id: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": "r"})
+}
+
+#[test]
+fn a_valid_openai_history_with_parallel_calls_out_of_order_passes() {
+    let got = violations(
+        json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            result("b"), result("a"),
+            {"role": "assistant", "content": "done"}
+        ]),
+        Format::OpenAi,
+    );
+    assert_eq!(got, vec![]);
+}
+
+#[test]
+fn openai_violations_name_the_message() {
+    let got = violations(
+        json!([
+            {"role": "system", "content": "s"},
+            result("x"),
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b"), call("b")]},
+            result("a"),
+            {"role": "user", "content": "hm"},
+            result("b"),
+            {"role": "tool", "content": "no id"},
+            {"role": "tool_calls", "content": "ag2"}
+        ]),
+        Format::OpenAi,
+    );
+    assert_eq!(
+        got,
+        vec![
+            (1, Rule::LeadingToolResult),
+            (3, Rule::DuplicateCallId),
+            (3, Rule::UnansweredToolCall),
+            (6, Rule::OrphanToolResult),
+            (7, Rule::MissingCallId),
+            (8, Rule::UnsupportedRole),
+        ]
+    );
+    let messages =
+        format::parse_messages(json!([{"role": "user", "content": "go"}, result("zz")]), Format::OpenAi)
+            .unwrap();
+    let text = validate(&messages, Format::OpenAi)[0].to_string();
+    assert_eq!(text, "messages[1]: answers call \"zz\", which no assistant message before it made");
+}
+
+#[test]
+fn every_real_history_is_valid_for_openai() {
+    for file in crate::data_files() {
+        for line in crate::lines(&file) {
+            let conversation = format::parse_str(&line, FormatHint::Auto).unwrap();
+            let found = validate(&conversation.messages, Format::OpenAi);
+            assert!(found.is_empty(), "{}: {}", file.display(), found[0]);
+        }
+    }
+}
+
+#[test]
+fn anthropic_rules_alternation_result_placement_and_thinking() {
+    let body = json!({"system": "s", "messages": [
+        {"role": "assistant", "content": "I speak first"},
+        {"role": "user", "content": "go"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t"},
+            {"type": "tool_use", "id": "a", "name": "f", "input": {}},
+            {"type": "tool_use", "id": "b", "name": "f", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "text", "text": "first"},
+            {"type": "tool_result", "tool_use_id": "a", "content": "A"},
+            {"type": "tool_result", "tool_use_id": "q", "content": "?"}]}
+    ]});
+    let conversation = format::parse_value(body, FormatHint::Auto).unwrap();
+    let got: Vec<(usize, Rule)> =
+        validate(&conversation.messages, Format::Anthropic).into_iter().map(|v| (v.index, v.rule)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (1, Rule::FirstNotUser),
+            (3, Rule::NotAlternating),
+            (4, Rule::UnsignedThinking),
+            (4, Rule::UnansweredToolCall),
+            (5, Rule::ToolResultNotFirst),
+            (5, Rule::ToolResultNotFirst),
+            (5, Rule::OrphanToolResult),
+        ]
+    );
+}
+
+#[test]
+fn anthropic_current_tool_turn_must_keep_its_thinking() {
+    let body = |first: Value| {
+        json!({"system": "s", "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "old", "signature": "s1"}, {"type": "text", "text": "hi"}]},
+            {"role": "user", "content": "now use the tool"},
+            {"role": "assistant", "content": [first, {"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "A"}]}
+        ]})
+    };
+    let kept = format::parse_value(
+        body(json!({"type": "thinking", "thinking": "plan", "signature": "s2"})),
+        FormatHint::Auto,
+    )
+    .unwrap();
+    assert_eq!(validate(&kept.messages, Format::Anthropic), vec![]);
+    let lost =
+        format::parse_value(body(json!({"type": "text", "text": "calling"})), FormatHint::Auto).unwrap();
+    let got: Vec<(usize, Rule)> =
+        validate(&lost.messages, Format::Anthropic).into_iter().map(|v| (v.index, v.rule)).collect();
+    assert_eq!(got, vec![(4, Rule::MissingCurrentThinking)]);
+}
