@@ -40,10 +40,12 @@ pub fn read(path: &Path) -> anyhow::Result<(String, Vec<Record>)> {
     Ok((name, records))
 }
 
-/// Whether `text` is several JSON documents, one per line, rather than one document.
+/// Whether `text` is several JSON documents, one per line, rather than one document: it is
+/// not one document, and one of its first three lines is a whole document by itself (so a
+/// broken first line does not hide the good ones).
 fn looks_like_json_lines(text: &str) -> bool {
-    let mut documents = text.lines().filter(|l| !l.trim().is_empty());
-    let (Some(first), Some(_)) = (documents.next(), documents.next()) else { return false };
-    serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
-        && serde_json::from_str::<serde::de::IgnoredAny>(first).is_ok()
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(3).collect();
+    lines.len() >= 2
+        && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
+        && lines.iter().any(|line| serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok())
 }

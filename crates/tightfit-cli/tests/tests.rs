@@ -147,6 +147,20 @@ fn bad_lines_of_json_lines_are_named_and_the_rest_is_counted() {
 }
 
 #[test]
+fn json_lines_with_a_broken_first_line_still_count_the_rest() {
+    let input = concat!(
+        r#"{"messages": [{"role": "user""#,
+        "\n",
+        r#"{"messages": [{"role": "user", "content": "two"}]}"#,
+        "\n",
+    );
+    let output = tightfit(&["count", "-", "--model", "gpt-4o", "--json"], Some(input));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("<stdin>:1: invalid JSON"), "{}", stderr(&output));
+    assert_eq!(stdout(&output).lines().count(), 1);
+}
+
+#[test]
 fn models_lists_and_resolves() {
     let output = tightfit(&["models", "gpt-4o-2024-08-06"], None);
     assert!(output.status.success(), "{}", stderr(&output));

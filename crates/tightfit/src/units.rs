@@ -44,6 +44,10 @@ pub struct Unit {
     pub unanswered_calls: Vec<String>,
     /// Whether its first message carries [`TASK_BOUNDARY_FIELD`].
     pub starts_task: bool,
+    /// Whether the step's last message, besides tool results, carries text from the user
+    /// (Anthropic puts the next user words in the message with the results): a step that
+    /// keeps "the newest user turn" must then keep this unit.
+    pub has_user_text: bool,
 }
 
 impl Unit {
@@ -53,6 +57,7 @@ impl Unit {
             messages,
             unanswered_calls: Vec::new(),
             starts_task: first.extra.get(TASK_BOUNDARY_FIELD).is_some_and(|v| v.as_bool() != Some(false)),
+            has_user_text: false,
         }
     }
 
@@ -136,6 +141,9 @@ fn assistant_step(messages: &[Message], start: usize) -> Unit {
         end += 1;
     }
     let mut unit = Unit::new(UnitKind::AssistantStep, start..end, &messages[start]);
+    unit.has_user_text = end > start + 1
+        && messages[end - 1].role == Role::User
+        && messages[end - 1].parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
     unit.unanswered_calls = open.into_iter().map(|(id, name)| id.unwrap_or(name).to_string()).collect();
     unit
 }

@@ -46,6 +46,8 @@ pub enum Rule {
     ToolResultNotFirst,
     /// Anthropic: a thinking block without its signature.
     UnsignedThinking,
+    /// Anthropic: an empty or whitespace-only text block (or message), which the API rejects.
+    EmptyText,
     /// Anthropic: the history uses thinking, but the assistant message of the current tool
     /// turn lost its thinking block.
     MissingCurrentThinking,
@@ -176,8 +178,10 @@ fn report_unanswered(open: &mut Vec<&str>, caller: Option<usize>, out: &mut Vec<
 }
 
 fn anthropic(messages: &[Message], out: &mut Vec<Violation>) {
-    let head = messages.iter().take_while(|m| m.role == Role::System).count();
-    let uses_thinking = messages.iter().any(|m| m.parts.iter().any(|p| matches!(p, Part::Thinking(_))));
+    let head = messages.iter().take_while(|m| m.role.is_instruction()).count();
+    let uses_thinking = messages
+        .iter()
+        .any(|m| m.parts.iter().any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_))));
     let mut previous: Option<(usize, Role)> = None;
     let mut open: Vec<&str> = Vec::new();
     for (index, message) in messages.iter().enumerate().skip(head) {
@@ -203,6 +207,16 @@ fn anthropic(messages: &[Message], out: &mut Vec<Violation>) {
                 push(out, index, Rule::NotAlternating, format!("a second {role} message in a row"))
             }
             _ => {}
+        }
+        let is_final = index + 1 == messages.len();
+        let empty_text = message.parts.iter().any(|p| matches!(p, Part::Text(t) if t.text.trim().is_empty()));
+        if empty_text && !(is_final && role == Role::Assistant) {
+            push(
+                out,
+                index,
+                Rule::EmptyText,
+                "an empty text block (Anthropic requires non-whitespace text)".into(),
+            );
         }
         // the results of the previous assistant message's calls, first in this message
         let mut leading = true;
@@ -285,16 +299,17 @@ fn anthropic(messages: &[Message], out: &mut Vec<Violation>) {
     }
 }
 
-/// The assistant message whose tool calls the last user message answers, when the history
-/// ends inside a tool loop (the model is about to continue that turn).
+/// The first assistant message of the current assistant turn, when the history ends inside a
+/// tool loop: the last message answers tool calls, and the turn began with the first
+/// assistant message after the last user message that was not only tool results.
 fn current_tool_turn(messages: &[Message]) -> Option<usize> {
-    let last = messages.len().checked_sub(1)?;
-    let answering = messages[last].role == Role::User
-        && messages[last].parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
-    if !answering || last == 0 {
+    let is_results =
+        |m: &Message| m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
+    if !messages.last().is_some_and(is_results) {
         return None;
     }
-    let index = last - 1;
-    (messages[index].role == Role::Assistant && messages[index].tool_calls().next().is_some())
-        .then_some(index)
+    let turn_start =
+        messages.iter().rposition(|m| m.role == Role::User && !is_results(m)).map_or(0, |user| user + 1);
+    let index = turn_start + messages[turn_start..].iter().position(|m| m.role == Role::Assistant)?;
+    messages[index].tool_calls().next().is_some().then_some(index)
 }

@@ -108,3 +108,23 @@ fn real_agent_runs_convert_to_anthropic_with_every_call_answered() {
         }
     }
 }
+
+#[test]
+fn empty_text_beside_tool_calls_is_dropped_for_anthropic_and_noted() {
+    let body = json!({"messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "low"}}]}
+    ], "tool_choice": "auto"});
+    let conversation = format::parse_value(body, FormatHint::Auto).unwrap();
+    let converted = convert(&conversation, Format::Anthropic);
+    let assistant = &converted.conversation.messages[1];
+    assert!(matches!(assistant.parts.as_slice(), [Part::ToolCall(_)]), "{:?}", assistant.parts);
+    assert!(tightfit::validate(&converted.conversation.messages, Format::Anthropic).is_empty());
+    let notes = converted.notes.join("\n");
+    assert!(notes.contains("messages[1]: dropped empty text"), "{notes}");
+    assert!(notes.contains("messages[3]: dropped an image's `detail`"), "{notes}");
+    assert!(notes.contains("\"tool_choice\""), "{notes}");
+}

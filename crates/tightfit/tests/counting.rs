@@ -278,3 +278,46 @@ fn a_huggingface_tokenizer_file_counts_with_its_vocabulary() {
     assert!(missing.unwrap_err().to_string().contains("/nonexistent/tokenizer.json"));
     std::fs::remove_file(path).ok();
 }
+
+#[test]
+fn documents_count_text_as_text_and_binary_by_size() {
+    let claude = ChatCounter::for_family(tightfit::models::TokenizerFamily::Claude);
+    let prose = "The contract renews every year unless either party objects in writing. ".repeat(200);
+    let document = |source: Value| {
+        let body = json!({"system": "s", "messages": [{"role": "user", "content": [{"type": "document", "source": source}]}]});
+        let conversation = format::parse_value(body, FormatHint::Auto).unwrap();
+        claude.message_tokens(&conversation.messages[1]) - (3 + claude.text_counter().count("user"))
+    };
+    let text = document(json!({"type": "text", "media_type": "text/plain", "data": prose}));
+    assert_eq!(text, claude.text_counter().count(&prose), "a text source is counted as text");
+    let content = document(json!({"type": "content", "content": [{"type": "text", "text": prose}]}));
+    assert_eq!(content, text, "a content source's blocks are counted");
+    let pdf =
+        document(json!({"type": "base64", "media_type": "application/pdf", "data": "A".repeat(64_000)}));
+    assert_eq!(pdf, 64_000 / 4 * 3 / 32, "binary by size");
+    let by_id = document(json!({"type": "file", "file_id": "file_abc"}));
+    assert_eq!(by_id, tightfit::tokens::DEFAULT_FILE_TOKENS);
+}
+
+#[test]
+fn a_scaled_estimate_does_not_round_exact_products_up() {
+    // 10 × 1.1 is 11.000000000000002 in floating point; the count must stay 11
+    let ten_tokens = "one two three four five six seven eight nine ten";
+    assert_eq!(OpenAiEncoding::O200kBase.count(ten_tokens), 10);
+    assert_eq!(Estimate::open_model().count(ten_tokens), 11);
+}
+
+#[test]
+fn a_calibrated_counter_scales_framing_too() {
+    // many short messages: framing is most of the count, so scaling text alone would fall short
+    let messages: Vec<Message> =
+        (0..500).map(|i| Message::text(Role::User, format!("message {i}"))).collect();
+    let claude = ChatCounter::for_family(tightfit::models::TokenizerFamily::Claude);
+    let estimated = claude.count(&messages, None).total;
+    let reported = estimated * 3 / 2;
+    let recounted = claude.calibrated(estimated, reported).unwrap().count(&messages, None).total;
+    assert!(
+        recounted >= reported - 3 && recounted <= reported + messages.len(),
+        "{estimated} → {reported}: {recounted}"
+    );
+}

@@ -111,10 +111,14 @@ fn openai_request_with_every_part_kind_round_trips() {
             {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "one"}]},
             {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]},
             {"role": "assistant", "content": "", "tool_calls": [], "name": null},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": null, "type": "function", "function": {"name": "h", "arguments": "{}"}}]},
             {"role": "assistant", "function_call": {"name": "legacy", "arguments": "{}"}},
             {"role": "function", "name": "legacy", "content": "ok"}
         ],
-        "tools": [{"type": "function", "function": {"name": "f", "description": "F", "parameters": {"type": "object"}, "strict": true}}],
+        "tools": [
+            {"type": "function", "function": {"name": "f", "description": "F", "parameters": {"type": "object"}, "strict": true}},
+            {"type": "function", "function": {"name": "g", "description": null, "parameters": null}}
+        ],
         "max_completion_tokens": 500,
         "max_tokens": 400,
         "temperature": 0

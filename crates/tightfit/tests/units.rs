@@ -97,7 +97,10 @@ fn anthropic_tool_results_in_the_next_user_message_join_the_step() {
         {"role": "assistant", "content": "ok"}
     ]});
     let conversation = format::parse_value(body, FormatHint::Auto).unwrap();
-    let got: Vec<_> = units(&conversation.messages).into_iter().map(|u| (u.kind, u.messages)).collect();
+    let groups = units(&conversation.messages);
+    assert!(groups[2].has_user_text, "the results message also says \"and now?\"");
+    assert!(!groups[3].has_user_text);
+    let got: Vec<_> = groups.into_iter().map(|u| (u.kind, u.messages)).collect();
     use UnitKind::*;
     assert_eq!(
         got,

@@ -132,3 +132,40 @@ fn anthropic_current_tool_turn_must_keep_its_thinking() {
         validate(&lost.messages, Format::Anthropic).into_iter().map(|v| (v.index, v.rule)).collect();
     assert_eq!(got, vec![(4, Rule::MissingCurrentThinking)]);
 }
+
+#[test]
+fn the_current_turn_starts_at_its_first_assistant_message() {
+    // a multi-step tool loop: only the turn's first assistant message carries thinking
+    let body = json!({"system": "s", "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "x"},
+            {"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "A"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "b", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "B"}]}
+    ]});
+    let conversation = format::parse_value(body, FormatHint::Auto).unwrap();
+    assert_eq!(validate(&conversation.messages, Format::Anthropic), vec![]);
+}
+
+#[test]
+fn anthropic_rejects_empty_text_and_accepts_a_developer_prompt_at_the_head() {
+    let messages = format::parse_messages(
+        json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": " "}]},
+            {"role": "assistant", "content": ""}
+        ]),
+        Format::Anthropic,
+    )
+    .unwrap();
+    let got: Vec<(usize, Rule)> =
+        validate(&messages, Format::Anthropic).into_iter().map(|v| (v.index, v.rule)).collect();
+    assert_eq!(got, vec![(1, Rule::EmptyText)], "a final empty assistant message is a prefill");
+    let openai = format::parse_messages(
+        json!([{"role": "developer", "content": "d"}, {"role": "user", "content": "hi"}]),
+        Format::OpenAi,
+    )
+    .unwrap();
+    assert_eq!(validate(&openai, Format::Anthropic), vec![]);
+}

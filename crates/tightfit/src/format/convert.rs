@@ -4,8 +4,9 @@
 //! `system`), tool calls (`tool_calls` ⇄ `tool_use` blocks), tool results (`tool` messages ⇄
 //! `tool_result` blocks at the head of the next user message), images (data URIs ⇄ base64
 //! sources, URLs ⇄ URL sources), reasoning (`reasoning_content` ⇄ thinking blocks), tool
-//! schemas. What does not map is reported in [`Conversion::notes`], one line per message, so
-//! nothing disappears silently.
+//! schemas. What does not map is reported in [`Conversion::notes`], naming the message: dropped
+//! names, unsigned reasoning, empty text, image `detail`, error flags and signatures, parts
+//! kept in a shape the target has no counterpart for, and request fields copied unchanged.
 
 use crate::message::{
     Arguments, CallStyle, ContentForm, Extra, ImagePart, ImageSource, ImageStyle, Message, Part, Role,
@@ -38,6 +39,19 @@ pub fn convert(conversation: &Conversation, target: Format) -> Conversion {
         .as_ref()
         .map(|tools| tools.iter().map(|tool| restyle_tool(tool, target)).collect::<Vec<_>>());
     let mut request = conversation.request.clone();
+    if let (Some(request), true) = (&request, conversation.format != target) {
+        let keys: Vec<&str> = request
+            .extra
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !matches!(*k, "temperature" | "top_p" | "stream" | "metadata"))
+            .collect();
+        if !keys.is_empty() {
+            notes.push(format!(
+                "request fields copied unchanged, check them against the target API: {keys:?}"
+            ));
+        }
+    }
     if let (Some(request), Format::Anthropic) = (&mut request, target) {
         if let Some(n) = request.max_completion_tokens.take() {
             request.max_tokens = Some(n);
@@ -150,6 +164,18 @@ fn to_anthropic(messages: &[Message], notes: &mut Vec<String>) -> Vec<Message> {
                 (Role::Assistant, parts)
             }
         };
+        let mut parts = parts;
+        note_foreign_parts(&message.parts, index, notes);
+        let before = parts.len();
+        parts.retain(|p| !matches!(p, Part::Text(t) if t.text.trim().is_empty()));
+        if parts.len() < before {
+            notes
+                .push(format!("messages[{index}]: dropped empty text (Anthropic rejects empty text blocks)"));
+        }
+        if parts.is_empty() {
+            notes.push(format!("messages[{index}]: dropped the message, which had no content left"));
+            continue;
+        }
         match out.last_mut() {
             // Anthropic alternates roles: consecutive same-role messages become one, with
             // tool results kept at the head of the user message.
@@ -180,6 +206,24 @@ fn to_anthropic(messages: &[Message], notes: &mut Vec<String>) -> Vec<Message> {
         out.insert(0, Message { content_form: form, ..new_message(Role::System, system) });
     }
     out
+}
+
+/// Notes the parts of an OpenAI message that Anthropic has no exact counterpart for.
+fn note_foreign_parts(parts: &[Part], index: usize, notes: &mut Vec<String>) {
+    for part in parts {
+        let note = match part {
+            Part::Image(image) if image.detail.is_some() => {
+                "dropped an image's `detail` (Anthropic has none)"
+            }
+            Part::Audio(_) => "kept an audio part as it came: Anthropic has no audio input",
+            Part::File(file) if file.kind != "document" => {
+                "kept a `file` part as it came: Anthropic expects a `document` block"
+            }
+            Part::Opaque(_) => "kept a part of unknown type as it came",
+            _ => continue,
+        };
+        notes.push(format!("messages[{index}]: {note}"));
+    }
 }
 
 fn to_anthropic_part(part: &Part) -> Part {

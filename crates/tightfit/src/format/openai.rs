@@ -223,6 +223,10 @@ fn read_tool_call(value: Value, at: &Path) -> Result<ToolCall, FormatError> {
     let mut map = object(value, at)?;
     let id = match take(&mut map, "id") {
         Some(Value::String(id)) => Some(id),
+        Some(Value::Null) => {
+            map.insert("id".into(), Value::Null);
+            None
+        }
         Some(other) => return Err(at.key("id").expected("a string", &other)),
         None => None,
     };
@@ -291,6 +295,10 @@ pub(super) fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, Form
         let name = string(name, &at_inner.key("name"))?;
         let description = match take(&mut inner, "description") {
             Some(Value::String(s)) => Some(s),
+            Some(Value::Null) => {
+                inner.insert("description".into(), Value::Null);
+                None
+            }
             Some(other) => return Err(at_inner.key("description").expected("a string", &other)),
             None => None,
         };

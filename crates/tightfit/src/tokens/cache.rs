@@ -28,6 +28,9 @@ pub fn message_fingerprint(message: &Message) -> u128 {
 pub struct CountCache {
     counter: u64,
     counts: HashMap<u128, usize>,
+    /// The fingerprint and tokens of the tool schemas counted last (agent loops send the
+    /// same tools every turn, and rendering them is the costliest part of a small request).
+    tools: Option<(u128, usize)>,
 }
 
 impl CountCache {
@@ -49,20 +52,43 @@ impl CountCache {
     /// Forgets every count.
     pub fn clear(&mut self) {
         self.counts.clear();
+        self.tools = None;
+    }
+
+    /// Empties the cache if it was filled by another counter.
+    fn use_counter(&mut self, counter: &ChatCounter) {
+        if self.counter != counter.fingerprint() {
+            self.clear();
+            self.counter = counter.fingerprint();
+        }
     }
 
     /// The tokens of `message`, from the cache or counted and remembered.
     pub fn message_tokens(&mut self, counter: &ChatCounter, message: &Message) -> usize {
-        if self.counter != counter.fingerprint() {
-            self.counts.clear();
-            self.counter = counter.fingerprint();
-        }
+        self.use_counter(counter);
         *self.counts.entry(message_fingerprint(message)).or_insert_with(|| counter.message_tokens(message))
     }
 
-    /// Counts a conversation, tokenizing only the messages not seen before.
+    /// The tokens of tool schemas, from the cache when they are the ones counted last.
+    pub fn tools_tokens(&mut self, counter: &ChatCounter, tools: &[Tool]) -> usize {
+        self.use_counter(counter);
+        let mut hasher = Xxh3::new();
+        tools.hash(&mut hasher);
+        let fingerprint = hasher.digest128();
+        match self.tools {
+            Some((cached, tokens)) if cached == fingerprint => tokens,
+            _ => {
+                let tokens = counter.tools_tokens(tools);
+                self.tools = Some((fingerprint, tokens));
+                tokens
+            }
+        }
+    }
+
+    /// Counts a conversation, tokenizing only the messages (and tool schemas) not seen before.
     pub fn count(&mut self, counter: &ChatCounter, messages: &[Message], tools: Option<&[Tool]>) -> Count {
         let per_message = messages.iter().map(|m| self.message_tokens(counter, m)).collect();
+        let tools = tools.map_or(0, |t| self.tools_tokens(counter, t));
         counter.assemble(per_message, tools)
     }
 }

@@ -40,6 +40,8 @@ pub struct ChatCounter {
     counter: Arc<dyn TokenCounter>,
     framing: Framing,
     default_image: Dimensions,
+    /// The calibration factor applied to message and tool-schema counts (1 when uncalibrated).
+    scale: f64,
     role_tokens: [usize; 6],
     fingerprint: u64,
 }
@@ -76,6 +78,7 @@ impl ChatCounter {
             counter,
             framing,
             default_image: image::DEFAULT_DIMENSIONS,
+            scale: 1.0,
             role_tokens,
             fingerprint: 0,
         };
@@ -110,24 +113,39 @@ impl ChatCounter {
 
     /// The same framing with another text counter (a calibrated estimate, say).
     pub fn with_counter(&self, counter: Arc<dyn TokenCounter>) -> ChatCounter {
-        ChatCounter::new(counter, self.framing).with_default_image(self.default_image)
+        let mut other = ChatCounter::new(counter, self.framing).with_default_image(self.default_image);
+        other.scale = self.scale;
+        other.fingerprint = other.compute_fingerprint();
+        other
     }
 
     /// This counter corrected by a provider's own count of an earlier request of the same
     /// conversation: `estimated` is what this counter counted for that request (its
     /// [`Count::total`]) and `reported` the input tokens the provider billed for it
     /// (`usage.input_tokens` plus cache reads and writes for Anthropic, `usage.prompt_tokens`
-    /// for OpenAI-compatible servers). Text counts are scaled by `reported / estimated`;
-    /// framing constants are not, so the calibrated total of that same request lands within a
-    /// few tokens of `reported`. Errors when either number is zero.
+    /// for OpenAI-compatible servers). Every message and the tool schemas are then scaled by
+    /// `reported / estimated` (rounding up), so the calibrated total of that same request is
+    /// `reported` give or take the reply priming and one token per message. Errors when
+    /// either number is zero.
     pub fn calibrated(&self, estimated: usize, reported: usize) -> Result<ChatCounter, TokenizerError> {
         if estimated == 0 || reported == 0 {
             return Err(TokenizerError::Calibration(format!(
                 "need non-zero counts, got estimated={estimated} reported={reported}"
             )));
         }
-        let factor = reported as f64 / estimated as f64;
-        Ok(self.with_counter(Arc::new(Estimate::new(self.counter.clone(), factor))))
+        let mut calibrated = self.clone();
+        calibrated.scale = self.scale * reported as f64 / estimated as f64;
+        calibrated.fingerprint = calibrated.compute_fingerprint();
+        Ok(calibrated)
+    }
+
+    /// Applies the calibration factor, rounding up (exactly `n` when uncalibrated).
+    fn scaled(&self, n: usize) -> usize {
+        if self.scale == 1.0 {
+            n
+        } else {
+            (n as f64 * self.scale - 1e-9).ceil().max(0.0) as usize
+        }
     }
 
     /// The text counter.
@@ -148,9 +166,10 @@ impl ChatCounter {
 
     fn compute_fingerprint(&self) -> u64 {
         let text = format!(
-            "{}|{:?}|{}x{}",
+            "{}|{:?}|{}|{}x{}",
             self.counter.name(),
             self.framing,
+            self.scale,
             self.default_image.width,
             self.default_image.height
         );
@@ -167,7 +186,7 @@ impl ChatCounter {
         if let Some(name) = &message.name {
             total += PER_NAME + self.counter.count(name);
         }
-        total + self.parts_tokens(&message.parts)
+        self.scaled(total + self.parts_tokens(&message.parts))
     }
 
     fn parts_tokens(&self, parts: &[Part]) -> usize {
@@ -219,10 +238,10 @@ impl ChatCounter {
 
     /// Tokens of the tool schemas offered to the model (see the `schema` module's heuristic).
     pub fn tools_tokens(&self, tools: &[Tool]) -> usize {
-        match self.framing {
+        self.scaled(match self.framing {
             Framing::OpenAi => schema::openai_tools_tokens(self.counter.as_ref(), tools),
             Framing::Anthropic => schema::anthropic_tools_tokens(self.counter.as_ref(), tools),
-        }
+        })
     }
 
     /// Tokens the provider adds once per request to prime the reply.
@@ -234,11 +253,11 @@ impl ChatCounter {
     /// re-tokenizing messages counted before).
     pub fn count(&self, messages: &[Message], tools: Option<&[Tool]>) -> Count {
         let per_message: Vec<usize> = messages.iter().map(|m| self.message_tokens(m)).collect();
-        self.assemble(per_message, tools)
+        self.assemble(per_message, tools.map_or(0, |t| self.tools_tokens(t)))
     }
 
-    pub(crate) fn assemble(&self, per_message: Vec<usize>, tools: Option<&[Tool]>) -> Count {
-        let tools = tools.map_or(0, |t| self.tools_tokens(t));
+    /// A count from per-message counts and the tool schemas' tokens.
+    pub(crate) fn assemble(&self, per_message: Vec<usize>, tools: usize) -> Count {
         let priming = self.priming_tokens();
         let total = per_message.iter().sum::<usize>() + tools + priming;
         Count { per_message, tools, priming, total }
@@ -264,23 +283,54 @@ fn audio_tokens(base64_len: usize, format: Option<&str>) -> usize {
     (bytes * 10).div_ceil(bytes_per_second).max(1)
 }
 
-/// A file or document: its text fields counted as text; an inline payload (`file_data`, or
-/// a document's base64 `source.data`) estimated at one token per 32 bytes of content, at
-/// least 85 (a PDF page costs ~1.5–3k tokens for a ~50–100 kB page).
+/// Tokens assumed for a file known only by its id (`file_id`): about one PDF page.
+pub const DEFAULT_FILE_TOKENS: usize = 1_500;
+
+/// A file or document.
+///
+/// - An inline binary payload (a base64 `source.data`, or OpenAI's `file_data`) is estimated at
+///   one token per 32 bytes of content, at least 85 (a PDF page costs ~1.5–3k tokens for a
+///   ~50–100 kB page).
+/// - Text (a `text` source's `data`, a `content` source's text blocks, `title`, `context`,
+///   `filename`) is counted as text.
+/// - A file known only by id costs [`DEFAULT_FILE_TOKENS`].
+///
+/// Type tags, media types and ids are not content and are not counted.
 fn file_tokens(counter: &dyn TokenCounter, fields: &serde_json::Map<String, Value>) -> usize {
     let mut total = 0;
-    let mut walk = vec![fields];
-    while let Some(map) = walk.pop() {
+    let mut has_content = false;
+    let mut maps = vec![fields];
+    while let Some(map) = maps.pop() {
+        let base64_source = map.get("type").and_then(Value::as_str) == Some("base64");
         for (key, value) in map {
-            match value {
-                Value::String(s) if key == "data" || key == "file_data" => {
-                    total += (s.len() / 4 * 3 / 32).max(85);
+            match (key.as_str(), value) {
+                ("type" | "media_type" | "file_id" | "url" | "cache_control" | "citations", _) => {}
+                ("file_data", Value::String(s)) => {
+                    has_content = true;
+                    total += binary_tokens(s);
                 }
-                Value::String(s) => total += counter.count(s),
-                Value::Object(inner) => walk.push(inner),
+                ("data", Value::String(s)) if base64_source => {
+                    has_content = true;
+                    total += binary_tokens(s);
+                }
+                (_, Value::String(s)) => {
+                    has_content = true;
+                    total += counter.count(s);
+                }
+                (_, Value::Object(inner)) => maps.push(inner),
+                (_, Value::Array(items)) => maps.extend(items.iter().filter_map(Value::as_object)),
                 _ => {}
             }
         }
     }
-    total
+    if has_content {
+        total
+    } else {
+        DEFAULT_FILE_TOKENS
+    }
+}
+
+/// Base64 content at one token per 32 bytes, at least 85.
+fn binary_tokens(base64: &str) -> usize {
+    (base64.len() / 4 * 3 / 32).max(85)
 }

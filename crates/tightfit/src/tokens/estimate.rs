@@ -71,7 +71,8 @@ fn scale(count: usize, factor: f64) -> usize {
     if factor == 1.0 {
         count
     } else {
-        (count as f64 * factor).ceil() as usize
+        // the epsilon keeps 10 × 1.1 = 11.000000000000002 at 11
+        (count as f64 * factor - 1e-9).ceil().max(0.0) as usize
     }
 }
 

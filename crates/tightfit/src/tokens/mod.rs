@@ -21,7 +21,7 @@ mod schema;
 
 pub use bpe::OpenAiEncoding;
 pub use cache::{message_fingerprint, CountCache, RunningCount};
-pub use chat::{ChatCounter, Count, Framing};
+pub use chat::{ChatCounter, Count, Framing, DEFAULT_FILE_TOKENS};
 pub use estimate::{Calibrated, Estimate};
 #[cfg(feature = "hf")]
 pub use hf::HfTokenizer;
