@@ -125,3 +125,20 @@ fn openai_request_with_every_part_kind_round_trips() {
     });
     assert_round_trip(body, FormatHint::Auto, "openai body");
 }
+
+#[test]
+fn bare_message_lists_round_trip_through_messages_to_value() {
+    let openai = serde_json::json!([
+        {"role": "system", "content": "s"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "r"}
+    ]);
+    let messages = format::parse_messages(openai.clone(), Format::OpenAi).unwrap();
+    assert_eq!(format::messages_to_value(&messages, Format::OpenAi), openai);
+    let anthropic = serde_json::json!([
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "r"}]}
+    ]);
+    let messages = format::parse_messages(anthropic.clone(), Format::Anthropic).unwrap();
+    assert_eq!(format::messages_to_value(&messages, Format::Anthropic), anthropic);
+}

@@ -296,7 +296,7 @@ fn write_system(system: &[Message]) -> Value {
     Value::Array(blocks)
 }
 
-fn write_message(message: &Message) -> Value {
+pub(super) fn write_message(message: &Message) -> Value {
     let mut out = Map::new();
     if message.role != Role::Other {
         out.insert("role".into(), Value::String(message.role.as_str().into()));

@@ -186,9 +186,13 @@ pub fn parse_messages(value: Value, format: Format) -> Result<Vec<Message>, Form
     Ok(conversation.messages)
 }
 
-/// Writes messages as a JSON array in `format` (an Anthropic system prompt is written as a
-/// `system` message at the head, since a bare list has nowhere else to put it).
+/// Writes messages as a JSON array in `format`, as they are (no conversion; an Anthropic
+/// system prompt is written as a `system` message at the head, since a bare list has nowhere
+/// else to put it).
 pub fn messages_to_value(messages: &[Message], format: Format) -> Value {
-    let conversation = Conversation { format, messages: messages.to_vec(), tools: None, request: None };
-    to_value(&conversation, format)
+    let write = match format {
+        Format::OpenAi => openai::write_message,
+        Format::Anthropic => anthropic::write_message,
+    };
+    Value::Array(messages.iter().map(write).collect())
 }

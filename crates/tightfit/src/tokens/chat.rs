@@ -21,6 +21,9 @@ pub enum Framing {
     OpenAi,
     /// Claude: 3 tokens per message for the turn markers, thinking and tool calls counted as
     /// text, images by area (w·h/750), tool schemas as JSON plus the tool-use system prompt.
+    /// Thinking of earlier turns, which Anthropic strips and does not bill, is counted too: a
+    /// per-message count cannot know the turn, and over is the safe side (`drop_thinking`
+    /// removes it).
     Anthropic,
 }
 
