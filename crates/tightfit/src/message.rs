@@ -402,6 +402,22 @@ pub struct Tool {
     pub inner_extra: Extra,
 }
 
+impl Tool {
+    /// A tool tightfit does not interpret (a provider's built-in tool), kept verbatim; its
+    /// name is the object's `name`, if it has one.
+    pub fn other(fields: Extra) -> Tool {
+        let name = fields.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        Tool {
+            name,
+            description: None,
+            parameters: None,
+            style: ToolStyle::Other,
+            extra: fields,
+            inner_extra: Extra::new(),
+        }
+    }
+}
+
 /// Which wire shape a tool schema came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ToolStyle {

@@ -228,15 +228,7 @@ fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, FormatError> {
             && map.get("name").is_some_and(Value::is_string)
             && map.get("description").is_none_or(Value::is_string);
         if !custom {
-            let name = map.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-            tools.push(Tool {
-                name,
-                description: None,
-                parameters: None,
-                style: ToolStyle::Other,
-                extra: map,
-                inner_extra: Extra::new(),
-            });
+            tools.push(Tool::other(map));
             continue;
         }
         let name = string(take(&mut map, "name").unwrap_or_default(), &at.key("name"))?;

@@ -278,15 +278,7 @@ pub(super) fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, Form
         let is_function = map.get("type").and_then(Value::as_str) == Some("function")
             && map.get("function").is_some_and(Value::is_object);
         if !is_function {
-            let name = map.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-            tools.push(Tool {
-                name,
-                description: None,
-                parameters: None,
-                style: ToolStyle::Other,
-                extra: map,
-                inner_extra: Extra::new(),
-            });
+            tools.push(Tool::other(map));
             continue;
         }
         let at_inner = at.key("function");
