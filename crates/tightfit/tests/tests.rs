@@ -19,6 +19,16 @@ pub fn shared(relative: &str) -> PathBuf {
     path
 }
 
+/// An OpenAI tool call with this id (function `f`, no arguments).
+pub fn call(id: &str) -> serde_json::Value {
+    serde_json::json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
+}
+
+/// An OpenAI tool message answering the call `id`.
+pub fn result(id: &str) -> serde_json::Value {
+    serde_json::json!({"role": "tool", "tool_call_id": id, "content": "r"})
+}
+
 /// Every JSONL file of real conversations.
 pub fn data_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(shared("data"))

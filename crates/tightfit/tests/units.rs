@@ -1,5 +1,6 @@
 //! Grouping a history into units.
 
+use crate::{call, result};
 use serde_json::{json, Value};
 use tightfit::format::{self, Format, FormatHint};
 use tightfit::{units, UnitKind};
@@ -7,14 +8,6 @@ use tightfit::{units, UnitKind};
 fn kinds_and_ranges(messages: Value, format: Format) -> Vec<(UnitKind, std::ops::Range<usize>, Vec<String>)> {
     let messages = format::parse_messages(messages, format).unwrap();
     units(&messages).into_iter().map(|u| (u.kind, u.messages, u.unanswered_calls)).collect()
-}
-
-fn call(id: &str) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
-}
-
-fn result(id: &str) -> Value {
-    json!({"role": "tool", "tool_call_id": id, "content": "r"})
 }
 
 #[test]

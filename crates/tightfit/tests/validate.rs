@@ -1,5 +1,6 @@
 //! The provider rules: every violation named with its message index.
 
+use crate::{call, result};
 use serde_json::{json, Value};
 use tightfit::format::{self, Format, FormatHint};
 use tightfit::{validate, Rule};
@@ -7,14 +8,6 @@ use tightfit::{validate, Rule};
 fn violations(messages: Value, format: Format) -> Vec<(usize, Rule)> {
     let messages = format::parse_messages(messages, format).unwrap();
     validate(&messages, format).into_iter().map(|v| (v.index, v.rule)).collect()
-}
-
-fn call(id: &str) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
-}
-
-fn result(id: &str) -> Value {
-    json!({"role": "tool", "tool_call_id": id, "content": "r"})
 }
 
 #[test]

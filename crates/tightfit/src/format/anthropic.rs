@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::content::{self, take_tools};
 use super::openai::{self, extend_missing, read_request_fields};
-use super::path::{array, object, string, take, Path};
+use super::path::{array, object, string, take, take_non_null, Path};
 use super::{Conversation, Format, FormatError};
 use crate::message::{
     Arguments, CallStyle, ContentForm, Extra, FilePart, ImagePart, ImageSource, ImageStyle, Message, Part,
@@ -28,26 +28,16 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
         Value::Object(mut map) => {
             let root = Path::root("");
             let mut messages = Vec::new();
-            match take(&mut map, "system") {
-                Some(Value::Null) => {
-                    map.insert("system".into(), Value::Null);
-                }
-                Some(system) => {
-                    let at = root.key("system");
-                    let (content_form, parts) = read_content(system, &at)?;
-                    if content_form == ContentForm::Null {
-                        return Err(at.error("expected a string or an array of text blocks"));
-                    }
-                    messages.push(Message {
-                        role: Role::System,
-                        parts,
-                        name: None,
-                        tool_call_id: None,
-                        content_form,
-                        extra: Extra::new(),
-                    });
-                }
-                None => {}
+            if let Some(system) = take_non_null(&mut map, "system") {
+                let (content_form, parts) = read_content(system, &root.key("system"))?;
+                messages.push(Message {
+                    role: Role::System,
+                    parts,
+                    name: None,
+                    tool_call_id: None,
+                    content_form,
+                    extra: Extra::new(),
+                });
             }
             let Some(list) = take(&mut map, "messages") else {
                 return Err(root.error("expected a list of messages or an object with `messages`"));
@@ -184,12 +174,8 @@ pub(super) fn read_block(value: Value, at: &Path) -> Result<Part, FormatError> {
                 None => (ContentForm::Absent, Vec::new()),
                 Some(value) => read_content(value, &at.key("content"))?,
             };
-            let is_error = match take(&mut map, "is_error") {
+            let is_error = match take_non_null(&mut map, "is_error") {
                 Some(Value::Bool(b)) => Some(b),
-                Some(Value::Null) => {
-                    map.insert("is_error".into(), Value::Null);
-                    None
-                }
                 Some(other) => return Err(at.key("is_error").expected("a boolean", &other)),
                 None => None,
             };

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{take, Path};
+use super::path::{take_non_null, Path};
 use super::FormatError;
 use crate::message::{ContentForm, Part, TextPart, Tool};
 
@@ -52,18 +52,14 @@ pub(super) fn write_content(
 }
 
 /// Takes the `tools` member of a request body: an array is read with `read_tools`; an
-/// explicit null stays in `map`, where the caller put it.
+/// explicit null stays in `map`.
 pub(super) fn take_tools(
     map: &mut Map<String, Value>,
     root: &Path,
     read_tools: fn(Vec<Value>, &Path) -> Result<Vec<Tool>, FormatError>,
 ) -> Result<Option<Vec<Tool>>, FormatError> {
-    match take(map, "tools") {
+    match take_non_null(map, "tools") {
         Some(Value::Array(items)) => Ok(Some(read_tools(items, &root.key("tools"))?)),
-        Some(Value::Null) => {
-            map.insert("tools".into(), Value::Null);
-            Ok(None)
-        }
         None => Ok(None),
         Some(other) => Err(root.key("tools").expected("an array", &other)),
     }

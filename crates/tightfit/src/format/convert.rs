@@ -95,7 +95,7 @@ fn to_anthropic(messages: &[Message], notes: &mut Vec<String>) -> Vec<Message> {
             let keys: Vec<&str> = message.extra.keys().map(String::as_str).collect();
             notes.push(format!("messages[{index}]: dropped fields {keys:?} (not Anthropic fields)"));
         }
-        let (role, parts) = match message.role {
+        let (role, mut parts) = match message.role {
             Role::System | Role::Developer => {
                 if !out.is_empty() {
                     notes.push(format!(
@@ -164,7 +164,6 @@ fn to_anthropic(messages: &[Message], notes: &mut Vec<String>) -> Vec<Message> {
                 (Role::Assistant, parts)
             }
         };
-        let mut parts = parts;
         note_foreign_parts(&message.parts, index, notes);
         let before = parts.len();
         parts.retain(|p| !matches!(p, Part::Text(t) if t.text.trim().is_empty()));

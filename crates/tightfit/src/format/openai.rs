@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::content::{self, take_tools, write_content};
-use super::path::{array, object, string, take, Path};
+use super::path::{array, object, string, take, take_optional_string, Path};
 use super::{anthropic, Conversation, Format, FormatError, RequestFields};
 use crate::message::{
     Arguments, AudioPart, CallStyle, ContentForm, Extra, FilePart, ImagePart, ImageSource, ImageStyle,
@@ -221,15 +221,7 @@ fn read_part(value: Value, at: &Path) -> Result<Part, FormatError> {
 
 fn read_tool_call(value: Value, at: &Path) -> Result<ToolCall, FormatError> {
     let mut map = object(value, at)?;
-    let id = match take(&mut map, "id") {
-        Some(Value::String(id)) => Some(id),
-        Some(Value::Null) => {
-            map.insert("id".into(), Value::Null);
-            None
-        }
-        Some(other) => return Err(at.key("id").expected("a string", &other)),
-        None => None,
-    };
+    let id = take_optional_string(&mut map, "id", at)?;
     let style = match map.get("type").and_then(Value::as_str) {
         None | Some("function") => CallStyle::OpenAiFunction,
         Some("custom") => CallStyle::OpenAiCustom,
@@ -285,15 +277,7 @@ pub(super) fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, Form
         let mut inner = object(take(&mut map, "function").unwrap_or_default(), &at_inner)?;
         let name = take(&mut inner, "name").ok_or_else(|| at_inner.error("missing `name`"))?;
         let name = string(name, &at_inner.key("name"))?;
-        let description = match take(&mut inner, "description") {
-            Some(Value::String(s)) => Some(s),
-            Some(Value::Null) => {
-                inner.insert("description".into(), Value::Null);
-                None
-            }
-            Some(other) => return Err(at_inner.key("description").expected("a string", &other)),
-            None => None,
-        };
+        let description = take_optional_string(&mut inner, "description", &at_inner)?;
         let parameters = take(&mut inner, "parameters");
         tools.push(Tool {
             name,

@@ -107,3 +107,21 @@ pub(crate) fn array(value: Value, path: &Path) -> Result<Vec<Value>, FormatError
 pub(crate) fn take(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
     map.shift_remove(key)
 }
+
+/// Removes `key` unless its value is null. An explicit null is not interpreted: it stays in
+/// `map`, where it was, and is written back with the other extra fields.
+pub(crate) fn take_non_null(map: &mut Map<String, Value>, key: &str) -> Option<Value> {
+    if map.get(key)?.is_null() {
+        return None;
+    }
+    take(map, key)
+}
+
+/// An optional string member: absent or null is `None` (a null stays in `map`).
+pub(crate) fn take_optional_string(
+    map: &mut Map<String, Value>,
+    key: &str,
+    at: &Path,
+) -> Result<Option<String>, FormatError> {
+    take_non_null(map, key).map(|value| string(value, &at.key(key))).transpose()
+}
