@@ -25,14 +25,27 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod fit;
 pub mod format;
+pub mod history;
 pub mod message;
 pub mod models;
+pub mod pipeline;
+pub mod plan;
+pub mod presets;
+pub mod repair;
+pub mod report;
+pub mod steps;
+pub mod text;
 pub mod tokens;
 pub mod units;
 pub mod validate;
 
+pub use fit::{fit, FitError, Fitted, Fitter, Target};
 pub use format::{Conversation, Format, FormatError};
 pub use message::{Message, Part, Role};
+pub use pipeline::Pipeline;
+pub use plan::Plan;
+pub use report::Report;
 pub use units::{units, Unit, UnitKind};
 pub use validate::{validate, Rule, Violation};

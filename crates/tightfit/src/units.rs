@@ -10,6 +10,7 @@
 //!
 //! Grouping is one pass over the messages, O(messages + calls).
 
+use std::borrow::Borrow;
 use std::ops::Range;
 
 use crate::message::{Message, Part, Role};
@@ -73,7 +74,11 @@ impl Unit {
 }
 
 /// Groups a history into units, in order; every message belongs to exactly one unit.
-pub fn units(messages: &[Message]) -> Vec<Unit> {
+///
+/// `messages` may be owned messages or anything that borrows one.
+pub fn units<M: Borrow<Message>>(messages: &[M]) -> Vec<Unit> {
+    let messages: Vec<&Message> = messages.iter().map(Borrow::borrow).collect();
+    let messages = messages.as_slice();
     let mut units = Vec::new();
     let mut i = 0;
     while i < messages.len() {
@@ -95,7 +100,7 @@ pub fn units(messages: &[Message]) -> Vec<Unit> {
 
 /// The step that starts at the assistant message `start`: it takes every following message
 /// whose results all answer a still-open call of this step.
-fn assistant_step(messages: &[Message], start: usize) -> Unit {
+fn assistant_step(messages: &[&Message], start: usize) -> Unit {
     // Open calls, in call order: (id, or the function name for legacy calls).
     let mut open: Vec<(Option<&str>, &str)> =
         messages[start].tool_calls().map(|c| (c.id.as_deref(), c.name.as_str())).collect();
@@ -140,7 +145,7 @@ fn assistant_step(messages: &[Message], start: usize) -> Unit {
         }
         end += 1;
     }
-    let mut unit = Unit::new(UnitKind::AssistantStep, start..end, &messages[start]);
+    let mut unit = Unit::new(UnitKind::AssistantStep, start..end, messages[start]);
     unit.has_user_text = end > start + 1
         && messages[end - 1].role == Role::User
         && messages[end - 1].parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));

@@ -14,6 +14,7 @@
 //! carry their signatures, and when the history uses thinking, the assistant message of the
 //! current tool turn still starts with its thinking.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -72,11 +73,15 @@ impl fmt::Display for Violation {
 
 /// Every violation of `provider`'s rules in `messages`, in message order; empty when a
 /// provider would accept the history.
-pub fn validate(messages: &[Message], provider: Format) -> Vec<Violation> {
+///
+/// `messages` may be owned messages or anything that borrows one (a fitted history's
+/// `Cow<Message>`s, say).
+pub fn validate<M: Borrow<Message>>(messages: &[M], provider: Format) -> Vec<Violation> {
+    let messages: Vec<&Message> = messages.iter().map(Borrow::borrow).collect();
     let mut out = Vec::new();
     match provider {
-        Format::Anthropic => anthropic(messages, &mut out),
-        _ => openai(messages, &mut out),
+        Format::Anthropic => anthropic(&messages, &mut out),
+        _ => openai(&messages, &mut out),
     }
     out.sort_by_key(|v| v.index);
     out
@@ -100,7 +105,7 @@ fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) ->
     ids
 }
 
-fn openai(messages: &[Message], out: &mut Vec<Violation>) {
+fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
     // the calls of the last assistant message that still wait for results, and its index
     let mut open: Vec<&str> = Vec::new();
     let mut caller: Option<usize> = None;
@@ -177,7 +182,7 @@ fn report_unanswered(open: &mut Vec<&str>, caller: Option<usize>, out: &mut Vec<
     }
 }
 
-fn anthropic(messages: &[Message], out: &mut Vec<Violation>) {
+fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
     let head = messages.iter().take_while(|m| m.role.is_instruction()).count();
     let uses_thinking = messages
         .iter()
@@ -302,10 +307,10 @@ fn anthropic(messages: &[Message], out: &mut Vec<Violation>) {
 /// The first assistant message of the current assistant turn, when the history ends inside a
 /// tool loop: the last message answers tool calls, and the turn began with the first
 /// assistant message after the last user message that was not only tool results.
-fn current_tool_turn(messages: &[Message]) -> Option<usize> {
+fn current_tool_turn(messages: &[&Message]) -> Option<usize> {
     let is_results =
         |m: &Message| m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
-    if !messages.last().is_some_and(is_results) {
+    if !messages.last().is_some_and(|m| is_results(m)) {
         return None;
     }
     let turn_start =

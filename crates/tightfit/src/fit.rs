@@ -1,0 +1,315 @@
+//! `fit`: a history within budget, valid for its provider, with a report and a plan.
+//!
+//! ```
+//! use tightfit::fit::{fit, Target};
+//! use tightfit::format::{parse_str, FormatHint};
+//! use tightfit::models::Registry;
+//!
+//! let conversation = parse_str(
+//!     r#"[{"role": "system", "content": "Be brief."},
+//!         {"role": "user", "content": "Hi!"},
+//!         {"role": "assistant", "content": "Hello."},
+//!         {"role": "user", "content": "What is 2 + 2?"}]"#,
+//!     FormatHint::Auto,
+//! )?;
+//! let model = Registry::embedded().lookup("gpt-4o")?;
+//! let target = Target::for_model(model, None).with_budget(30);
+//! let fitted = fit(&conversation, &target, None)?;
+//! assert!(fitted.report.compressed_token_count <= 30);
+//! assert_eq!(fitted.messages.len(), 2); // the system prompt and the newest user turn
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::borrow::Cow;
+
+use crate::format::{Conversation, Format};
+use crate::history::{History, Keep};
+use crate::message::Message;
+use crate::models::ModelInfo;
+use crate::pipeline::Pipeline;
+use crate::plan::Plan;
+use crate::presets;
+use crate::repair::{repair, Repair};
+use crate::report::Report;
+use crate::steps::{StepContext, StepError};
+use crate::tokens::{ChatCounter, CountCache};
+use crate::validate::{validate, Violation};
+
+/// The output tokens reserved when neither the request nor the caller says: the model's
+/// maximum output, at most this many.
+pub const DEFAULT_RESERVED_OUTPUT: u64 = 4096;
+
+/// What a history is fitted to: a token budget, the counter that measures it, the model's
+/// window (for conditions on a fraction of it) and the provider whose rules apply.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The counter.
+    pub counter: ChatCounter,
+    /// The most tokens the request may have (messages, tool schemas, priming).
+    pub budget: usize,
+    /// The model's context window, if known.
+    pub window: Option<usize>,
+    /// The provider whose rules the output must meet; the conversation's own format if
+    /// `None`.
+    pub provider: Option<Format>,
+}
+
+impl Target {
+    /// The target for `model`: its counter, and a budget of its input limit minus the output
+    /// tokens reserved (`reserve_output`, else the model's max output capped at
+    /// [`DEFAULT_RESERVED_OUTPUT`]).
+    pub fn for_model(model: &ModelInfo, reserve_output: Option<u64>) -> Target {
+        let window = model.input_limit();
+        // a model with its own input limit already leaves room for the output
+        let reserve = match (reserve_output, model.max_input) {
+            (Some(r), _) => r,
+            (None, Some(_)) => 0,
+            (None, None) => model.max_output.unwrap_or(DEFAULT_RESERVED_OUTPUT).min(DEFAULT_RESERVED_OUTPUT),
+        };
+        Target {
+            counter: ChatCounter::for_family(model.tokenizer),
+            budget: window.saturating_sub(reserve) as usize,
+            window: Some(model.context_window as usize),
+            provider: None,
+        }
+    }
+
+    /// A bare budget counted with `counter`.
+    pub fn budget(budget: usize, counter: ChatCounter) -> Target {
+        Target { counter, budget, window: None, provider: None }
+    }
+
+    /// The same target with another budget.
+    pub fn with_budget(mut self, budget: usize) -> Target {
+        self.budget = budget;
+        self
+    }
+
+    /// The same target for another provider's rules.
+    pub fn with_provider(mut self, provider: Format) -> Target {
+        self.provider = Some(provider);
+        self
+    }
+}
+
+/// Why a history could not be fitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FitError {
+    /// What must be kept does not fit.
+    #[error("{what} need {needed} tokens, {over} over the budget of {budget}")]
+    CannotFit {
+        /// What could not fit, for a person ("the system prompt (1,204 tokens) and the newest
+        /// user turn (3,900 tokens)").
+        what: String,
+        /// The tokens it needs.
+        needed: usize,
+        /// The budget.
+        budget: usize,
+        /// By how much it is over.
+        over: usize,
+    },
+    /// A step failed.
+    #[error(transparent)]
+    Step(#[from] StepError),
+    /// The output breaks the provider's rules (a step left it broken, or the input broke a
+    /// rule the repair pass does not fix).
+    #[error("the fitted history is not valid for {provider}: {first} ({count} violations)")]
+    Invalid {
+        /// The provider.
+        provider: String,
+        /// The first violation.
+        first: String,
+        /// How many there are.
+        count: usize,
+        /// All of them.
+        violations: Vec<Violation>,
+    },
+}
+
+/// A fitted history: the messages (unchanged ones borrowed from the input), the report and
+/// the plan.
+#[derive(Debug, Clone)]
+pub struct Fitted<'a> {
+    /// The messages to send.
+    pub messages: Vec<Cow<'a, Message>>,
+    /// What was done, in numbers and lines.
+    pub report: Report,
+    /// What happened to every input unit; replayable.
+    pub plan: Plan,
+}
+
+impl Fitted<'_> {
+    /// The messages as owned values.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages.into_iter().map(Cow::into_owned).collect()
+    }
+}
+
+/// Options of a run beyond its target.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// How a broken input is repaired.
+    pub repair: Repair,
+}
+
+/// Fits `conversation` to `target` with `pipeline`, or with the default ladder
+/// ([`presets::ladder`]) when `None`. See [`Fitter`] to keep counts across calls.
+pub fn fit<'a>(
+    conversation: &'a Conversation,
+    target: &Target,
+    pipeline: Option<&Pipeline>,
+) -> Result<Fitted<'a>, FitError> {
+    Fitter::new().fit(conversation, target, pipeline)
+}
+
+/// Runs `pipeline` over `conversation` without a budget check: the steps' own limits decide
+/// (AG2-style transforms). The output is still repaired and valid.
+pub fn transform<'a>(
+    conversation: &'a Conversation,
+    counter: &ChatCounter,
+    pipeline: &Pipeline,
+    cx: StepContext,
+) -> Result<Fitted<'a>, FitError> {
+    Fitter::new().run(conversation, counter, Some(pipeline), cx, false)
+}
+
+/// Fits histories and remembers their token counts, so fitting a history that grew by one
+/// message tokenizes only that message.
+#[derive(Debug, Default)]
+pub struct Fitter {
+    cache: CountCache,
+    options: Options,
+}
+
+impl Fitter {
+    /// A fitter with an empty cache and default options.
+    pub fn new() -> Fitter {
+        Fitter::default()
+    }
+
+    /// A fitter with `options`.
+    pub fn with_options(options: Options) -> Fitter {
+        Fitter { cache: CountCache::new(), options }
+    }
+
+    /// Fits `conversation` to `target` (see [`fit`]).
+    pub fn fit<'a>(
+        &mut self,
+        conversation: &'a Conversation,
+        target: &Target,
+        pipeline: Option<&Pipeline>,
+    ) -> Result<Fitted<'a>, FitError> {
+        let cx = StepContext {
+            budget: Some(target.budget),
+            window: target.window,
+            provider: target.provider.unwrap_or(conversation.format),
+        };
+        self.run(conversation, &target.counter, pipeline, cx, true)
+    }
+
+    fn run<'a>(
+        &mut self,
+        conversation: &'a Conversation,
+        counter: &ChatCounter,
+        pipeline: Option<&Pipeline>,
+        cx: StepContext,
+        check_budget: bool,
+    ) -> Result<Fitted<'a>, FitError> {
+        let input = conversation.messages.as_slice();
+        let cache = std::mem::take(&mut self.cache);
+        let mut history = History::new(input, conversation.tools.as_deref(), counter, cache, cx.provider);
+        let (tokens_before, messages_before) = (history.total_tokens(), history.len());
+        let repairs = if validate(input, cx.provider).is_empty() {
+            Vec::new()
+        } else {
+            repair(&mut history, &self.options.repair)
+        };
+        let ladder;
+        let pipeline = match pipeline {
+            Some(p) => p,
+            None => {
+                ladder = presets::ladder();
+                &ladder
+            }
+        };
+        let result = pipeline.run(&mut history, &cx);
+        let outcome = result.map_err(FitError::from).and_then(|steps| {
+            if check_budget {
+                check_within(&history, cx.budget.unwrap_or(usize::MAX))?;
+            }
+            let violations = validate(history.messages(), cx.provider);
+            if let Some(first) = violations.first() {
+                return Err(FitError::Invalid {
+                    provider: cx.provider.as_str().to_string(),
+                    first: first.to_string(),
+                    count: violations.len(),
+                    violations,
+                });
+            }
+            Ok(steps)
+        });
+        let total = history.total_tokens();
+        let (messages, plan, cache) = history.finish(input);
+        self.cache = cache;
+        let steps = outcome?;
+        let report = Report {
+            original_token_count: tokens_before,
+            compressed_token_count: total,
+            original_message_count: messages_before,
+            compressed_message_count: messages.len(),
+            compression_ratio: if tokens_before == 0 { 1.0 } else { total as f64 / tokens_before as f64 },
+            was_compressed: plan.changes_anything(),
+            budget: cx.budget,
+            counter: counter.text_counter().name().to_string(),
+            steps,
+            repairs,
+        };
+        Ok(Fitted { messages, report, plan })
+    }
+}
+
+/// Fails with what could not fit when `history` is over `budget`.
+fn check_within(history: &History<'_>, budget: usize) -> Result<(), FitError> {
+    let total = history.total_tokens();
+    if total <= budget {
+        return Ok(());
+    }
+    let protected = history.protected_units(Keep::default());
+    let mut system = 0;
+    let mut newest = 0;
+    for (unit, keep) in history.units().iter().zip(&protected) {
+        if *keep {
+            let tokens = history.tokens_of(unit.messages.clone());
+            if history.message(unit.messages.start).role.is_instruction() {
+                system += tokens;
+            } else {
+                newest += tokens;
+            }
+        }
+    }
+    let fixed = history.fixed_tokens();
+    let needed = system + newest + fixed;
+    let mut parts = Vec::new();
+    if system > 0 {
+        parts.push(format!("the system prompt ({system} tokens)"));
+    }
+    if newest > 0 {
+        parts.push(format!("the newest user turn ({newest} tokens)"));
+    }
+    if fixed > 0 {
+        parts.push(format!("the tool schemas and reply priming ({fixed} tokens)"));
+    }
+    if needed > budget {
+        return Err(FitError::CannotFit { what: parts.join(", "), needed, budget, over: needed - budget });
+    }
+    Err(FitError::CannotFit {
+        what: format!(
+            "after the pipeline, the history (of which {} must be kept)",
+            if parts.is_empty() { "nothing".to_string() } else { parts.join(", ") }
+        ),
+        needed: total,
+        budget,
+        over: total - budget,
+    })
+}

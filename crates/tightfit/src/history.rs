@@ -1,0 +1,316 @@
+//! The working history a pipeline transforms.
+//!
+//! Messages stay borrowed from the caller's input until a step changes one (copy on write), so
+//! the input is never mutated and an untouched message is written back byte for byte. Beside
+//! each message the history keeps its token count (counted once, through a [`CountCache`], and
+//! again only for a message a step changed), where it came from, and what each step did to it;
+//! [`History::finish`] turns that record into the [`Plan`].
+//!
+//! Steps change the history only through its methods, so the record is always complete:
+//! [`edit`](History::edit), [`remove`](History::remove), [`retain`](History::retain),
+//! [`drop_units`](History::drop_units) and [`insert`](History::insert).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use crate::format::Format;
+use crate::message::{Message, Role, Tool};
+use crate::plan::{Change, ChangeKind, Plan};
+use crate::tokens::{ChatCounter, CountCache};
+use crate::units::{units, Unit, UnitKind};
+
+/// Where a message of the working history came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The input message at this index (changed or not).
+    Input(usize),
+    /// Written by a step (a placeholder, a synthetic result, a summary).
+    Inserted,
+}
+
+/// What tightfit knows about one message of the working history.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub(crate) origin: Origin,
+    pub(crate) tokens: usize,
+    pub(crate) changes: Vec<Change>,
+}
+
+/// A history being fitted: messages, their tokens, and the record of every change.
+#[derive(Debug)]
+pub struct History<'a> {
+    messages: Vec<Cow<'a, Message>>,
+    meta: Vec<Meta>,
+    /// What each dropped input message was dropped by: (input index, step, reason).
+    dropped: Vec<(usize, String, String)>,
+    counter: ChatCounter,
+    cache: CountCache,
+    /// Tool schemas and reply priming: part of every count, changed by no step.
+    fixed_tokens: usize,
+    message_tokens: usize,
+    provider: Format,
+    input_len: usize,
+    step: String,
+    units: OnceLock<Vec<Unit>>,
+    revision: u64,
+}
+
+impl<'a> History<'a> {
+    /// A history over `messages`, counted with `counter` (through `cache`, so a history seen
+    /// before is not tokenized again), with `tools` sent beside it.
+    pub fn new(
+        messages: &'a [Message],
+        tools: Option<&[Tool]>,
+        counter: &ChatCounter,
+        mut cache: CountCache,
+        provider: Format,
+    ) -> History<'a> {
+        let meta: Vec<Meta> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Meta {
+                origin: Origin::Input(i),
+                tokens: cache.message_tokens(counter, m),
+                changes: Vec::new(),
+            })
+            .collect();
+        let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
+        let message_tokens = meta.iter().map(|m| m.tokens).sum();
+        History {
+            messages: messages.iter().map(Cow::Borrowed).collect(),
+            meta,
+            dropped: Vec::new(),
+            fixed_tokens: tools_tokens + counter.priming_tokens(),
+            counter: counter.clone(),
+            cache,
+            message_tokens,
+            provider,
+            input_len: messages.len(),
+            step: String::from("input"),
+            units: OnceLock::new(),
+            revision: 0,
+        }
+    }
+
+    /// The provider the history is fitted for.
+    pub fn provider(&self) -> Format {
+        self.provider
+    }
+
+    /// The counter every count uses.
+    pub fn counter(&self) -> &ChatCounter {
+        &self.counter
+    }
+
+    /// The number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether no message is left.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The messages, in order.
+    pub fn messages(&self) -> &[Cow<'a, Message>] {
+        &self.messages
+    }
+
+    /// The message at `index`.
+    pub fn message(&self, index: usize) -> &Message {
+        &self.messages[index]
+    }
+
+    /// Where the message at `index` came from.
+    pub fn origin(&self, index: usize) -> Origin {
+        self.meta[index].origin
+    }
+
+    /// The tokens of the message at `index`, framing included.
+    pub fn tokens(&self, index: usize) -> usize {
+        self.meta[index].tokens
+    }
+
+    /// The tokens of the messages in `range`.
+    pub fn tokens_of(&self, range: std::ops::Range<usize>) -> usize {
+        self.meta[range].iter().map(|m| m.tokens).sum()
+    }
+
+    /// The tokens of the whole request: every message, the tool schemas and reply priming.
+    pub fn total_tokens(&self) -> usize {
+        self.message_tokens + self.fixed_tokens
+    }
+
+    /// The tokens no step can remove: tool schemas and reply priming.
+    pub fn fixed_tokens(&self) -> usize {
+        self.fixed_tokens
+    }
+
+    /// The number of input messages.
+    pub fn input_len(&self) -> usize {
+        self.input_len
+    }
+
+    /// The units of the current messages (computed once after each change).
+    pub fn units(&self) -> &[Unit] {
+        self.units.get_or_init(|| units(&self.messages))
+    }
+
+    /// The index of the newest user turn among [`units`](History::units): the last user
+    /// message, or the last assistant step whose results message also carries user words.
+    pub fn newest_user_unit(&self) -> Option<usize> {
+        self.units().iter().rposition(|u| {
+            (u.kind == UnitKind::UserTurn && self.messages[u.messages.start].role == Role::User)
+                || (u.kind == UnitKind::AssistantStep && u.has_user_text)
+        })
+    }
+
+    /// For each unit, whether a step must keep it under `keep`: instructions when
+    /// `keep.system`, the newest user turn when `keep.newest_user_turn`.
+    pub fn protected_units(&self, keep: Keep) -> Vec<bool> {
+        let newest = if keep.newest_user_turn { self.newest_user_unit() } else { None };
+        self.units()
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (keep.system && u.kind == UnitKind::Instruction) || Some(i) == newest)
+            .collect()
+    }
+
+    /// The name of the step now running, recorded with every change.
+    pub fn step(&self) -> &str {
+        &self.step
+    }
+
+    pub(crate) fn set_step(&mut self, name: &str) {
+        name.clone_into(&mut self.step);
+    }
+
+    fn changed(&mut self) {
+        self.units = OnceLock::new();
+        self.revision += 1;
+    }
+
+    /// A number that grows with every change, to tell whether a step changed anything.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Changes the message at `index` with `edit` and records the change: its `kind` and a
+    /// `detail` for people ("content: kept chars 0..1000 and 9000..10000 of 10000") under the
+    /// running step. The message is copied the first time
+    /// it is changed and counted again (through the cache). Returns the tokens saved (negative
+    /// if it grew).
+    pub fn edit(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: impl Into<String>,
+        edit: impl FnOnce(&mut Message),
+    ) -> isize {
+        edit(self.messages[index].to_mut());
+        let tokens = self.cache.message_tokens(&self.counter, &self.messages[index]);
+        let meta = &mut self.meta[index];
+        let saved = meta.tokens as isize - tokens as isize;
+        self.message_tokens = self.message_tokens + tokens - meta.tokens;
+        meta.tokens = tokens;
+        meta.changes.push(Change { step: self.step.clone(), kind, detail: detail.into() });
+        self.changed();
+        saved
+    }
+
+    /// Removes the message at `index`, recording `reason` under the running step.
+    pub fn remove(&mut self, index: usize, reason: &str) {
+        let message = self.messages.remove(index);
+        let meta = self.meta.remove(index);
+        drop(message);
+        self.message_tokens -= meta.tokens;
+        if let Origin::Input(input) = meta.origin {
+            self.dropped.push((input, self.step.clone(), reason.to_string()));
+        }
+        self.changed();
+    }
+
+    /// Keeps the messages for which `keep(index, message)` is true, in one pass; the others
+    /// are recorded as dropped for `reason`. Returns how many were dropped.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize, &Message) -> bool, reason: &str) -> usize {
+        let flags: Vec<bool> = self.messages.iter().enumerate().map(|(i, m)| keep(i, m)).collect();
+        self.retain_flags(&flags, reason)
+    }
+
+    /// Drops every unit whose flag in `drop` is true (one flag per [`units`](History::units)
+    /// entry). Returns how many messages were dropped.
+    pub fn drop_units(&mut self, drop: &[bool], reason: &str) -> usize {
+        assert_eq!(drop.len(), self.units().len(), "one flag per unit");
+        let mut keep = vec![true; self.messages.len()];
+        for (unit, _) in self.units().iter().zip(drop).filter(|(_, d)| **d) {
+            keep[unit.messages.clone()].fill(false);
+        }
+        self.retain_flags(&keep, reason)
+    }
+
+    fn retain_flags(&mut self, keep: &[bool], reason: &str) -> usize {
+        let dropped = keep.iter().filter(|k| !**k).count();
+        if dropped == 0 {
+            return 0;
+        }
+        let messages = std::mem::take(&mut self.messages);
+        let meta = std::mem::take(&mut self.meta);
+        for ((message, meta), keep) in messages.into_iter().zip(meta).zip(keep) {
+            if *keep {
+                self.messages.push(message);
+                self.meta.push(meta);
+            } else {
+                self.message_tokens -= meta.tokens;
+                if let Origin::Input(input) = meta.origin {
+                    self.dropped.push((input, self.step.clone(), reason.to_string()));
+                }
+            }
+        }
+        self.changed();
+        dropped
+    }
+
+    /// Inserts a message written by the running step at `index` (a placeholder, a synthetic
+    /// result), recording `detail`.
+    pub fn insert(&mut self, index: usize, message: Message, detail: impl Into<String>) {
+        let tokens = self.cache.message_tokens(&self.counter, &message);
+        self.message_tokens += tokens;
+        self.messages.insert(index, Cow::Owned(message));
+        self.meta.insert(
+            index,
+            Meta {
+                origin: Origin::Inserted,
+                tokens,
+                changes: vec![Change {
+                    step: self.step.clone(),
+                    kind: ChangeKind::Rewritten,
+                    detail: detail.into(),
+                }],
+            },
+        );
+        self.changed();
+    }
+
+    /// The fitted messages, the plan of what happened to every input unit, and the count cache
+    /// (to reuse on the next call).
+    pub fn finish(self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
+        let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);
+        (self.messages, plan, self.cache)
+    }
+}
+
+/// What a step keeps no matter what it selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// Keep system and developer messages. Defaults to true.
+    pub system: bool,
+    /// Keep the newest user turn. Defaults to true.
+    pub newest_user_turn: bool,
+}
+
+impl Default for Keep {
+    fn default() -> Keep {
+        Keep { system: true, newest_user_turn: true }
+    }
+}

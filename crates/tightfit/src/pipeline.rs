@@ -1,0 +1,115 @@
+//! Pipelines: an ordered list of steps, each optionally guarded by a condition, built and
+//! checked once, then reused across calls and threads.
+//!
+//! ```
+//! use tightfit::pipeline::Pipeline;
+//! use tightfit::steps::{Condition, DropThinking, KeepLast};
+//!
+//! let pipeline = Pipeline::builder()
+//!     .step(DropThinking::default())
+//!     .when(Condition::MessagesAbove(20), KeepLast::messages(10))
+//!     .build()?;
+//! assert_eq!(pipeline.len(), 2);
+//! # Ok::<(), tightfit::steps::ConfigError>(())
+//! ```
+
+use crate::history::History;
+use crate::repair;
+use crate::report::StepLog;
+use crate::steps::{Condition, ConfigError, Step, StepContext, StepError, When};
+
+/// An immutable, checked list of steps; `Send + Sync`, so one pipeline serves every call.
+#[derive(Debug)]
+pub struct Pipeline {
+    steps: Vec<Box<dyn Step>>,
+}
+
+impl Pipeline {
+    /// A builder for a pipeline.
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder::default()
+    }
+
+    /// The number of steps.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether the pipeline has no step.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The steps, in order.
+    pub fn steps(&self) -> impl Iterator<Item = &dyn Step> {
+        self.steps.iter().map(|s| s.as_ref())
+    }
+
+    /// Runs every step on `history` in order and returns one log entry per step that changed
+    /// something. After each step the history is put back in the provider's shape (for
+    /// Anthropic: turns that a selection left next to a turn of the same role are merged).
+    pub fn run(&self, history: &mut History<'_>, cx: &StepContext) -> Result<Vec<StepLog>, StepError> {
+        let mut logs = Vec::new();
+        for step in &self.steps {
+            history.set_step(step.name());
+            let before = (history.len(), history.total_tokens(), history.revision());
+            step.apply(history, cx)?;
+            repair::normalize(history);
+            if history.revision() != before.2 {
+                logs.push(StepLog::new(
+                    step.name(),
+                    before.0,
+                    history.len(),
+                    before.1,
+                    history.total_tokens(),
+                ));
+            }
+        }
+        Ok(logs)
+    }
+}
+
+/// Composes steps into a [`Pipeline`].
+#[derive(Debug, Default)]
+pub struct PipelineBuilder {
+    steps: Vec<Box<dyn Step>>,
+}
+
+impl PipelineBuilder {
+    /// Appends `step`.
+    pub fn step(mut self, step: impl Step + 'static) -> PipelineBuilder {
+        self.steps.push(Box::new(step));
+        self
+    }
+
+    /// Appends a step already boxed (from configuration).
+    pub fn boxed(mut self, step: Box<dyn Step>) -> PipelineBuilder {
+        self.steps.push(step);
+        self
+    }
+
+    /// Appends `step`, run only when `condition` holds.
+    pub fn when(self, condition: Condition, step: impl Step + 'static) -> PipelineBuilder {
+        self.step(When::new(condition, step))
+    }
+
+    /// Checks every step's configuration and returns the pipeline; an error names the step
+    /// (`steps[2].max_length: must be at least 1`).
+    pub fn build(self) -> Result<Pipeline, ConfigError> {
+        for (i, step) in self.steps.iter().enumerate() {
+            step.check().map_err(|e| e.within(&format!("steps[{i}]")))?;
+        }
+        Ok(Pipeline { steps: self.steps })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelines_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Pipeline>();
+    }
+}

@@ -1,0 +1,299 @@
+//! The plan: what happened to every unit of the input, and how to rebuild the output.
+//!
+//! A plan is serializable (JSON) and replayable: [`Plan::replay`] on the same input gives the
+//! same messages, so writing them gives identical bytes. Messages a step changed or wrote are
+//! stored whole, in the wire format of the conversation; kept messages are stored as their
+//! input index only. A fingerprint of the input guards against replaying on another history.
+
+use std::borrow::Cow;
+use std::hash::Hash;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::format::{messages_to_value, parse_messages, Format};
+use crate::history::{Meta, Origin};
+use crate::message::Message;
+use crate::units::{units, UnitKind};
+
+/// How a step changed a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChangeKind {
+    /// Part of its content was cut (the detail says which range).
+    Truncated,
+    /// Content was replaced by a placeholder or a reference.
+    Replaced,
+    /// Parts were removed (thinking, images, tool calls).
+    Removed,
+    /// Content was rewritten (a name written into the text, turns merged, a repair).
+    Rewritten,
+}
+
+/// One change of one message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The step that made it.
+    pub step: String,
+    /// What kind of change it was.
+    pub kind: ChangeKind,
+    /// What it did, for a person ("content: kept chars 0..1000 and 9000..10000 of 10000").
+    pub detail: String,
+}
+
+/// What happened to a unit of the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitAction {
+    /// Sent as it came.
+    Kept,
+    /// Not sent.
+    Dropped,
+    /// Sent with part of its content cut.
+    Truncated,
+    /// Sent with content replaced by a placeholder or reference.
+    Replaced,
+    /// Sent with other changes (parts removed, text rewritten, some of its messages dropped).
+    Edited,
+}
+
+/// The fate of one unit of the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitPlan {
+    /// What the unit is: `instruction`, `user_turn`, `assistant_step`, `orphan_results`.
+    pub kind: String,
+    /// The input messages it spans, `[start, end)`.
+    pub messages: [usize; 2],
+    /// What happened to it.
+    pub action: UnitAction,
+    /// The steps that acted on it, in order.
+    pub steps: Vec<String>,
+    /// What they did, one line each ("messages[4]: dropped by keep_last: ...").
+    pub details: Vec<String>,
+}
+
+/// One message of the output: an input message as it came, an input message as a step left
+/// it, or a message a step wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputEntry {
+    /// The input message it comes from, if any.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub input: Option<usize>,
+    /// The message as sent, when it is not the input message unchanged (wire format).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub message: Option<Value>,
+}
+
+/// What a run did to a history: the fate of every input unit and the output, replayable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The wire format the stored messages are written in.
+    pub format: String,
+    /// The number of input messages.
+    pub input_messages: usize,
+    /// A hash of the input messages (xxh3-128 of their content, hex).
+    pub input_fingerprint: String,
+    /// Every unit of the input, in order.
+    pub units: Vec<UnitPlan>,
+    /// The output, message by message.
+    pub output: Vec<OutputEntry>,
+}
+
+/// Why a plan cannot be replayed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The plan was made for another history.
+    #[error("the plan was made for another history ({expected} messages, fingerprint {fingerprint}); this one has {found} messages")]
+    OtherInput {
+        /// The number of messages the plan expects.
+        expected: usize,
+        /// The fingerprint the plan expects.
+        fingerprint: String,
+        /// The number of messages given.
+        found: usize,
+    },
+    /// An entry of the plan is malformed.
+    #[error("output[{index}]: {reason}")]
+    Entry {
+        /// The index of the output entry.
+        index: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn fingerprint(input: &[Message]) -> String {
+    let mut hasher = Xxh3::new();
+    input.len().hash(&mut hasher);
+    for message in input {
+        message.hash(&mut hasher);
+    }
+    format!("{:032x}", hasher.digest128())
+}
+
+fn kind_name(kind: UnitKind) -> &'static str {
+    match kind {
+        UnitKind::Instruction => "instruction",
+        UnitKind::UserTurn => "user_turn",
+        UnitKind::AssistantStep => "assistant_step",
+        _ => "orphan_results",
+    }
+}
+
+fn write_one(message: &Message, format: Format) -> Value {
+    match messages_to_value(std::slice::from_ref(message), format) {
+        Value::Array(mut items) => items.pop().unwrap_or(Value::Null),
+        other => other,
+    }
+}
+
+impl Plan {
+    pub(crate) fn record(
+        input: &[Message],
+        format: Format,
+        output: &[Cow<'_, Message>],
+        meta: &[Meta],
+        dropped: &[(usize, String, String)],
+    ) -> Plan {
+        // per input message: ("dropped" step and reason) or the changes it went through
+        let mut fate: Vec<Option<&(usize, String, String)>> = vec![None; input.len()];
+        for d in dropped {
+            fate[d.0] = Some(d);
+        }
+        let mut changes: Vec<&[Change]> = vec![&[]; input.len()];
+        for m in meta {
+            if let Origin::Input(i) = m.origin {
+                changes[i] = &m.changes;
+            }
+        }
+        let mut plans = Vec::new();
+        for unit in units(input) {
+            let range = unit.messages.clone();
+            let mut steps: Vec<String> = Vec::new();
+            let mut details = Vec::new();
+            let mut all_dropped = true;
+            let mut any_dropped = false;
+            let mut kinds: Vec<ChangeKind> = Vec::new();
+            for i in range.clone() {
+                let mut note = |step: &str, line: String| {
+                    if !steps.iter().any(|s| s == step) {
+                        steps.push(step.to_string());
+                    }
+                    details.push(line);
+                };
+                for change in changes[i] {
+                    kinds.push(change.kind);
+                    note(
+                        &change.step,
+                        format!(
+                            "messages[{i}]: {} by {}: {}",
+                            kind_word(change.kind),
+                            change.step,
+                            change.detail
+                        ),
+                    );
+                }
+                match fate[i] {
+                    Some((_, step, reason)) => {
+                        any_dropped = true;
+                        note(step, format!("messages[{i}]: dropped by {step}: {reason}"));
+                    }
+                    None => all_dropped = false,
+                }
+            }
+            let action = if all_dropped {
+                UnitAction::Dropped
+            } else if any_dropped {
+                UnitAction::Edited
+            } else if kinds.contains(&ChangeKind::Truncated) {
+                UnitAction::Truncated
+            } else if kinds.contains(&ChangeKind::Replaced) {
+                UnitAction::Replaced
+            } else if kinds.is_empty() {
+                UnitAction::Kept
+            } else {
+                UnitAction::Edited
+            };
+            plans.push(UnitPlan {
+                kind: kind_name(unit.kind).to_string(),
+                messages: [range.start, range.end],
+                action,
+                steps,
+                details,
+            });
+        }
+        let output = output
+            .iter()
+            .zip(meta)
+            .map(|(message, meta)| match (meta.origin, message) {
+                (Origin::Input(i), Cow::Borrowed(_)) => OutputEntry { input: Some(i), message: None },
+                (Origin::Input(i), Cow::Owned(m)) if *m == input[i] => {
+                    OutputEntry { input: Some(i), message: None }
+                }
+                (Origin::Input(i), Cow::Owned(m)) => {
+                    OutputEntry { input: Some(i), message: Some(write_one(m, format)) }
+                }
+                (Origin::Inserted, m) => OutputEntry { input: None, message: Some(write_one(m, format)) },
+            })
+            .collect();
+        Plan {
+            format: format.as_str().to_string(),
+            input_messages: input.len(),
+            input_fingerprint: fingerprint(input),
+            units: plans,
+            output,
+        }
+    }
+
+    /// Whether the plan changes anything.
+    pub fn changes_anything(&self) -> bool {
+        self.output.len() != self.input_messages
+            || self.output.iter().enumerate().any(|(i, e)| e.message.is_some() || e.input != Some(i))
+    }
+
+    /// Rebuilds the output from the same input. Messages the plan keeps are borrowed from
+    /// `input`; changed and written ones are read back from the plan.
+    pub fn replay<'a>(&self, input: &'a [Message]) -> Result<Vec<Cow<'a, Message>>, PlanError> {
+        if input.len() != self.input_messages || fingerprint(input) != self.input_fingerprint {
+            return Err(PlanError::OtherInput {
+                expected: self.input_messages,
+                fingerprint: self.input_fingerprint.clone(),
+                found: input.len(),
+            });
+        }
+        let format: Format = self
+            .format
+            .parse()
+            .map_err(|reason| PlanError::Entry { index: 0, reason: format!("format: {reason}") })?;
+        self.output
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| match (&entry.message, entry.input) {
+                (Some(value), _) => parse_messages(Value::Array(vec![value.clone()]), format)
+                    .map_err(|e| PlanError::Entry { index, reason: e.to_string() })?
+                    .pop()
+                    .map(Cow::Owned)
+                    .ok_or_else(|| PlanError::Entry { index, reason: "no message".into() }),
+                (None, Some(i)) if i < input.len() => Ok(Cow::Borrowed(&input[i])),
+                (None, Some(i)) => {
+                    Err(PlanError::Entry { index, reason: format!("input {i} is past the end of the input") })
+                }
+                (None, None) => {
+                    Err(PlanError::Entry { index, reason: "neither an input index nor a message".into() })
+                }
+            })
+            .collect()
+    }
+}
+
+fn kind_word(kind: ChangeKind) -> &'static str {
+    match kind {
+        ChangeKind::Truncated => "truncated",
+        ChangeKind::Replaced => "replaced",
+        ChangeKind::Removed => "parts removed",
+        ChangeKind::Rewritten => "rewritten",
+    }
+}

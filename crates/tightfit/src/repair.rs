@@ -1,0 +1,225 @@
+//! Repair: making a broken input valid before steps run, and keeping a history in its
+//! provider's shape after each step.
+//!
+//! The repair pass fixes what real agent loops produce: tool results that answer no call
+//! (dropped, or for Anthropic the orphan blocks removed from a message that also carries user
+//! words), calls that never got a result (answered with a synthetic "aborted" result, or
+//! dropped, as configured), and for Anthropic turns of the same role in a row (merged) and a
+//! conversation that starts with the assistant (a short placeholder user turn is put first).
+//! Every fix is a line of the report. Cost: one pass over the units.
+
+use crate::format::Format;
+use crate::history::History;
+use crate::message::{ContentForm, Message, Part, Role, TextPart, ToolResult};
+use crate::plan::ChangeKind;
+use crate::units::UnitKind;
+
+/// What to do with a tool call that never got a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnansweredCalls {
+    /// Answer it with a synthetic result saying the call was aborted (the default: the model
+    /// still sees what it tried).
+    #[default]
+    AnswerAborted,
+    /// Remove the call (and its assistant message, if nothing else is left of it).
+    Drop,
+}
+
+/// How the repair pass fixes a broken input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// What to do with unanswered calls. Defaults to [`UnansweredCalls::AnswerAborted`].
+    pub unanswered_calls: UnansweredCalls,
+    /// The text of a synthetic result. Defaults to [`ABORTED_RESULT`].
+    pub aborted_text: String,
+}
+
+/// The default text of a synthetic result for a call that never got one.
+pub const ABORTED_RESULT: &str = "[aborted: this tool call got no result]";
+
+/// The text of the user turn put first when an Anthropic history would start with the
+/// assistant.
+pub const CONTINUED_PLACEHOLDER: &str = "[earlier conversation omitted]";
+
+impl Default for Repair {
+    fn default() -> Repair {
+        Repair { unanswered_calls: UnansweredCalls::AnswerAborted, aborted_text: ABORTED_RESULT.to_string() }
+    }
+}
+
+/// Fixes the rule violations of an input; returns one line per fix.
+pub fn repair(history: &mut History<'_>, policy: &Repair) -> Vec<String> {
+    history.set_step("repair");
+    let mut lines = Vec::new();
+    drop_orphan_results(history, &mut lines);
+    answer_unanswered(history, policy, &mut lines);
+    lines.extend(normalize(history));
+    lines
+}
+
+fn drop_orphan_results(history: &mut History<'_>, lines: &mut Vec<String>) {
+    let orphans: Vec<usize> = history
+        .units()
+        .iter()
+        .rev()
+        .filter(|u| u.kind == UnitKind::OrphanResults)
+        .map(|u| u.messages.start)
+        .collect();
+    for index in orphans {
+        let message = history.message(index);
+        let ids: Vec<String> = message.answered_call_ids().map(str::to_string).collect();
+        let keeps_words =
+            message.role == Role::User && message.parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
+        if keeps_words {
+            history.edit(
+                index,
+                ChangeKind::Removed,
+                format!("removed results {ids:?} that answer no call"),
+                |m| m.parts.retain(|p| !matches!(p, Part::ToolResult(_))),
+            );
+            lines.push(format!("messages[{index}]: removed tool results {ids:?} that answer no call"));
+        } else {
+            history.remove(index, &format!("tool result {ids:?} answers no call"));
+            lines.push(format!("messages[{index}]: dropped tool result {ids:?} that answers no call"));
+        }
+    }
+}
+
+fn answer_unanswered(history: &mut History<'_>, policy: &Repair, lines: &mut Vec<String>) {
+    let steps: Vec<(usize, usize, Vec<String>)> = history
+        .units()
+        .iter()
+        .rev()
+        .filter(|u| u.kind == UnitKind::AssistantStep && !u.unanswered_calls.is_empty())
+        .map(|u| (u.messages.start, u.messages.end, u.unanswered_calls.clone()))
+        .collect();
+    for (start, end, ids) in steps {
+        match policy.unanswered_calls {
+            UnansweredCalls::Drop => {
+                history.edit(
+                    start,
+                    ChangeKind::Removed,
+                    format!("removed calls {ids:?} that got no result"),
+                    |m| {
+                        m.parts.retain(|p| match p {
+                            Part::ToolCall(c) => !ids.contains(c.id.as_ref().unwrap_or(&c.name)),
+                            _ => true,
+                        });
+                        if m.parts.is_empty() && m.content_form == ContentForm::Parts {
+                            m.content_form = ContentForm::Null;
+                        }
+                    },
+                );
+                let empty = history.message(start).parts.is_empty();
+                if empty && end == start + 1 {
+                    history.remove(start, "nothing left after removing calls that got no result");
+                }
+                lines.push(format!("messages[{start}]: dropped tool calls {ids:?} that got no result"));
+            }
+            UnansweredCalls::AnswerAborted => {
+                answer_aborted(history, start, end, &ids, &policy.aborted_text);
+                lines.push(format!(
+                    "messages[{start}]: answered tool calls {ids:?} with a synthetic aborted result"
+                ));
+            }
+        }
+    }
+}
+
+fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[String], text: &str) {
+    let detail = format!("synthetic result for calls {ids:?} that got none");
+    if history.provider() == Format::Anthropic {
+        let blocks: Vec<Part> = ids
+            .iter()
+            .map(|id| {
+                Part::ToolResult(ToolResult {
+                    tool_use_id: id.clone(),
+                    parts: vec![Part::Text(TextPart::new(text))],
+                    content_form: ContentForm::Text,
+                    is_error: Some(true),
+                    extra: Default::default(),
+                })
+            })
+            .collect();
+        // results go into the user message right after the call: the step's own results
+        // message, or the next user message, or a new one
+        let target = if end > start + 1 {
+            Some(end - 1)
+        } else if end < history.len() && history.message(end).role == Role::User {
+            Some(end)
+        } else {
+            None
+        };
+        match target {
+            Some(index) => {
+                history.edit(index, ChangeKind::Rewritten, detail, |m| {
+                    let at = m.parts.iter().take_while(|p| matches!(p, Part::ToolResult(_))).count();
+                    m.parts.splice(at..at, blocks);
+                    m.content_form = ContentForm::Parts;
+                });
+            }
+            None => {
+                let mut message = Message::text(Role::User, "");
+                message.parts = blocks;
+                message.content_form = ContentForm::Parts;
+                history.insert(end, message, detail);
+            }
+        }
+    } else {
+        let legacy = history.message(start).tool_calls().all(|c| c.id.is_none());
+        for (offset, id) in ids.iter().enumerate() {
+            let mut message = Message::text(if legacy { Role::Function } else { Role::Tool }, text);
+            if legacy {
+                message.name = Some(id.clone());
+            } else {
+                message.tool_call_id = Some(id.clone());
+            }
+            history.insert(end + offset, message, detail.clone());
+        }
+    }
+}
+
+/// Puts a history back in its provider's shape after a step: for Anthropic, turns of the same
+/// role in a row are merged into one message (the API would merge them anyway, and tool
+/// results must lead their message), and a history that starts with the assistant gets a
+/// placeholder user turn first. Returns one line per fix; nothing to do costs one pass.
+pub fn normalize(history: &mut History<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    if history.provider() != Format::Anthropic {
+        return lines;
+    }
+    let head = history.messages().iter().take_while(|m| m.role.is_instruction()).count();
+    if head < history.len() && history.message(head).role == Role::Assistant {
+        history.insert(
+            head,
+            Message::text(Role::User, CONTINUED_PLACEHOLDER),
+            "placeholder: the history must start with a user turn",
+        );
+        lines.push(format!("messages[{head}]: put a placeholder user turn first"));
+    }
+    let mut i = head + 1;
+    while i < history.len() {
+        let (previous, current) = (history.message(i - 1).role, history.message(i).role);
+        if previous == current && matches!(current, Role::User | Role::Assistant) {
+            let moved = history.message(i).clone();
+            history.edit(
+                i - 1,
+                ChangeKind::Rewritten,
+                format!("merged the next {current} turn into it"),
+                |m| {
+                    let mut parts = std::mem::take(&mut m.parts);
+                    parts.extend(moved.parts);
+                    // tool results lead a user message
+                    parts.sort_by_key(|p| !matches!(p, Part::ToolResult(_)));
+                    m.parts = parts;
+                    m.content_form = ContentForm::Parts;
+                },
+            );
+            history.remove(i, &format!("merged into the {current} turn before it"));
+            lines.push(format!("messages[{}]: merged two {current} turns in a row", i - 1));
+        } else {
+            i += 1;
+        }
+    }
+    lines
+}

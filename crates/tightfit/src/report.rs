@@ -1,0 +1,87 @@
+//! The report of a run: counts before and after (the fields of swarms' `TransformResult`),
+//! one log line per step that changed something (AG2's `get_logs`), and the repairs made to
+//! a broken input.
+
+use serde::{Deserialize, Serialize};
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepLog {
+    /// The step.
+    pub step: String,
+    /// Messages before it ran.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+    /// Tokens before it ran (the whole request).
+    pub tokens_before: usize,
+    /// Tokens after.
+    pub tokens_after: usize,
+}
+
+impl StepLog {
+    pub(crate) fn new(
+        step: &str,
+        messages_before: usize,
+        messages_after: usize,
+        tokens_before: usize,
+        tokens_after: usize,
+    ) -> StepLog {
+        StepLog { step: step.to_string(), messages_before, messages_after, tokens_before, tokens_after }
+    }
+
+    /// The log line: `keep_last: 40 -> 12 messages, 9,210 -> 2,004 tokens`.
+    pub fn line(&self) -> String {
+        format!(
+            "{}: {} -> {} messages, {} -> {} tokens",
+            self.step, self.messages_before, self.messages_after, self.tokens_before, self.tokens_after
+        )
+    }
+}
+
+/// What a run did, in numbers and lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Tokens of the request before (messages, tool schemas, priming).
+    pub original_token_count: usize,
+    /// Tokens after.
+    pub compressed_token_count: usize,
+    /// Messages before.
+    pub original_message_count: usize,
+    /// Messages after.
+    pub compressed_message_count: usize,
+    /// Tokens after divided by tokens before (1.0 when nothing changed or the input was empty).
+    pub compression_ratio: f64,
+    /// Whether the output differs from the input.
+    pub was_compressed: bool,
+    /// The budget the run fitted to, if it had one.
+    pub budget: Option<usize>,
+    /// The tokenizer that counted (`o200k_base`, `claude-estimate`).
+    pub counter: String,
+    /// One entry per step that changed something, in order.
+    pub steps: Vec<StepLog>,
+    /// What the repair pass fixed in a broken input, one line each.
+    pub repairs: Vec<String>,
+}
+
+impl Report {
+    /// The log lines: one per repair and one per step that changed something.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.repairs.iter().map(|r| format!("repair: {r}")).collect();
+        lines.extend(self.steps.iter().map(StepLog::line));
+        lines
+    }
+
+    /// A one-line summary: `4,210 -> 1,980 tokens (0.47), 52 -> 17 messages`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} -> {} tokens ({:.2}), {} -> {} messages{}",
+            self.original_token_count,
+            self.compressed_token_count,
+            self.compression_ratio,
+            self.original_message_count,
+            self.compressed_message_count,
+            self.budget.map(|b| format!(", budget {b}")).unwrap_or_default()
+        )
+    }
+}

@@ -1,0 +1,137 @@
+//! `keep_last`: keep the last N messages, pairs or units (llmling `KeepLastMessages`, autogen
+//! `BufferedChatCompletionContext`, AG2 `MessageHistoryLimiter`).
+//!
+//! Selection is by whole units, so a tool call is never kept without its results (autogen's
+//! buffer drops a results message at the start of the window; AG2 can leave a tool result
+//! first): when the last N messages would start inside an assistant step, the window starts
+//! after it and holds fewer than N. System messages and the newest user turn are kept in
+//! addition unless `keep` says otherwise. Cost: O(messages).
+
+use super::select::{apply_mask, keep_last, protected, Measure};
+use super::{ConfigError, Step, StepContext, StepError};
+use crate::history::{History, Keep};
+use crate::units::UnitKind;
+
+/// Keeps the last `count` messages, pairs or units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeepLast {
+    /// How many to keep. Defaults to 10 (llmling's default). Must be at least 1.
+    pub count: usize,
+    /// What `count` counts. Defaults to [`Measure::Pairs`] (llmling `count_pairs: true`).
+    pub measure: Measure,
+    /// What is kept besides the window. Defaults to system messages and the newest user turn.
+    pub keep: Keep,
+    /// Also keep the first message of the conversation that is not a system message (AG2
+    /// `keep_first_message`; the first unit, whole). Defaults to false.
+    pub keep_first_message: bool,
+}
+
+impl Default for KeepLast {
+    fn default() -> KeepLast {
+        KeepLast { count: 10, measure: Measure::Pairs, keep: Keep::default(), keep_first_message: false }
+    }
+}
+
+impl KeepLast {
+    /// The last `count` messages.
+    pub fn messages(count: usize) -> KeepLast {
+        KeepLast { count, measure: Measure::Messages, ..KeepLast::default() }
+    }
+
+    /// The last `count` request/response pairs.
+    pub fn pairs(count: usize) -> KeepLast {
+        KeepLast { count, measure: Measure::Pairs, ..KeepLast::default() }
+    }
+
+    /// The last `count` units.
+    pub fn units(count: usize) -> KeepLast {
+        KeepLast { count, measure: Measure::Units, ..KeepLast::default() }
+    }
+}
+
+impl Step for KeepLast {
+    fn name(&self) -> &'static str {
+        "keep_last"
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.count == 0 {
+            return Err(ConfigError::new("count", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+        let mut mask = protected(history, self.keep);
+        if self.keep_first_message {
+            if let Some(first) = history.units().iter().position(|u| u.kind != UnitKind::Instruction) {
+                mask[first] = true;
+            }
+        }
+        keep_last(history, self.count, self.measure, &mut mask);
+        let reason = format!("older than the last {} {}", self.count, measure_word(self.measure));
+        apply_mask(history, &mask, &reason);
+        Ok(())
+    }
+}
+
+pub(crate) fn measure_word(measure: Measure) -> &'static str {
+    match measure {
+        Measure::Messages => "messages",
+        Measure::Pairs => "pairs",
+        Measure::Units => "units",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::test_support::{assert_valid, run, texts, tool_history};
+
+    #[test]
+    fn keeps_the_last_messages_without_splitting_a_step() {
+        // system, user, assistant(call a) + tool a, user, assistant
+        let input = tool_history();
+        let out = run(&KeepLast::messages(2), &input);
+        assert_eq!(texts(&out), vec!["system: be brief", "user: and now?", "assistant: done"]);
+        // 3 messages from the end start inside the tool step: the window shrinks to 2
+        let bare = Keep { system: false, newest_user_turn: false };
+        let out = run(&KeepLast { keep: bare, ..KeepLast::messages(3) }, &input);
+        assert_eq!(texts(&out), vec!["user: and now?", "assistant: done"]);
+        // protected units come in addition to the count
+        let out = run(
+            &KeepLast { keep: Keep { system: false, newest_user_turn: true }, ..KeepLast::messages(3) },
+            &input,
+        );
+        assert_eq!(
+            texts(&out),
+            vec!["assistant: calls lookup", "tool: found it", "user: and now?", "assistant: done"]
+        );
+        assert_valid(&out);
+    }
+
+    #[test]
+    fn pairs_keep_the_request_with_its_response() {
+        let input = tool_history();
+        let out = run(&KeepLast::pairs(1), &input);
+        assert_eq!(texts(&out), vec!["system: be brief", "user: and now?", "assistant: done"]);
+        let out = run(&KeepLast::pairs(2), &input);
+        assert_eq!(out.len(), input.len());
+    }
+
+    #[test]
+    fn keeps_the_first_message_when_asked() {
+        let input = tool_history();
+        let step = KeepLast { keep_first_message: true, ..KeepLast::messages(2) };
+        let out = run(&step, &input);
+        assert_eq!(
+            texts(&out),
+            vec!["system: be brief", "user: look it up", "user: and now?", "assistant: done"]
+        );
+    }
+
+    #[test]
+    fn zero_is_a_configuration_error() {
+        assert_eq!(KeepLast::messages(0).check().unwrap_err().key, "count");
+    }
+}

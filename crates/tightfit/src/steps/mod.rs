@@ -1,0 +1,113 @@
+//! The catalogue of steps: each one a pure transformation of a [`History`] that records what
+//! it did.
+//!
+//! One step per file, with its configuration, documented defaults and tests. Every step keeps
+//! system messages and the newest user turn unless its configuration says otherwise, selects
+//! whole [units](crate::units) so tool calls stay with their results, never mutates the input
+//! (the history copies a message on its first change), and is deterministic.
+//!
+//! | group | steps |
+//! | --- | --- |
+//! | filter | [`DropThinking`], [`DropBinary`], [`DropRetryPrompts`], [`DropToolCalls`], [`DropEmpty`], [`ClearToolResults`], [`Dedupe`] |
+//! | truncate | [`TruncateToolResults`], [`TruncateText`] |
+//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
+//! | rewrite | [`ContentName`] |
+//! | control | [`When`] |
+
+use std::fmt;
+
+use crate::format::Format;
+use crate::history::History;
+
+mod drop_thinking;
+mod keep_last;
+mod select;
+#[cfg(test)]
+pub(crate) mod test_support;
+mod when;
+
+pub use drop_thinking::DropThinking;
+pub use keep_last::KeepLast;
+pub use select::Measure;
+pub use when::{Condition, When};
+
+/// Where a step runs: the budget and window of the call, and the provider's rules.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepContext {
+    /// The token budget of the call, if it has one (`fit` always does).
+    pub budget: Option<usize>,
+    /// The model's context window, if known (for conditions on a fraction of it).
+    pub window: Option<usize>,
+    /// The provider the history is fitted for.
+    pub provider: Format,
+}
+
+impl StepContext {
+    /// A context with a budget and no known window.
+    pub fn with_budget(budget: usize, provider: Format) -> StepContext {
+        StepContext { budget: Some(budget), window: None, provider }
+    }
+}
+
+/// A step of a pipeline.
+///
+/// `apply` changes the history only through [`History`]'s methods, which record every change
+/// under the step's name. A step that has nothing to do leaves the history alone.
+pub trait Step: Send + Sync + fmt::Debug {
+    /// The step's name in configuration and reports (`keep_last`).
+    fn name(&self) -> &'static str;
+
+    /// Checks the configuration once, when the pipeline is built. The default accepts it.
+    fn check(&self) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
+    /// Transforms `history`.
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError>;
+}
+
+/// A step could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{step}: {reason}")]
+pub struct StepError {
+    /// The step.
+    pub step: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl StepError {
+    /// An error of `step`.
+    pub fn new(step: &str, reason: impl Into<String>) -> StepError {
+        StepError { step: step.to_string(), reason: reason.into() }
+    }
+}
+
+/// A configuration error, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct ConfigError {
+    /// Where: `steps[2].max_length`, or a step's parameter name.
+    pub key: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// An error at `key`.
+    pub fn new(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+        ConfigError { key: key.into(), reason: reason.into() }
+    }
+
+    /// The same error under a parent key (`steps[2]` + `max_length`).
+    pub fn within(self, parent: &str) -> ConfigError {
+        let key = if self.key.is_empty() {
+            parent.to_string()
+        } else if self.key.starts_with('[') {
+            format!("{parent}{}", self.key)
+        } else {
+            format!("{parent}.{}", self.key)
+        };
+        ConfigError { key, reason: self.reason }
+    }
+}
