@@ -8,7 +8,8 @@
 //! tool results, when the history ends in tool results) is kept by default. An assistant
 //! message left with nothing (it held only thinking) is removed. Cost: O(messages).
 
-use super::{Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError};
+use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{ContentForm, Part, Role};
 use crate::plan::ChangeKind;
@@ -25,6 +26,20 @@ pub struct DropThinking {
 impl Default for DropThinking {
     fn default() -> DropThinking {
         DropThinking { keep_current_turn: true, redacted: true }
+    }
+}
+
+impl FromParams for DropThinking {
+    /// Keys: `keep_current_turn`, `redacted`.
+    fn from_params(p: &mut Params) -> Result<DropThinking, ConfigError> {
+        let mut step = DropThinking::default();
+        if let Some(keep) = p.bool(&["keep_current_turn"])? {
+            step.keep_current_turn = keep;
+        }
+        if let Some(redacted) = p.bool(&["redacted"])? {
+            step.redacted = redacted;
+        }
+        Ok(step)
     }
 }
 

@@ -9,6 +9,7 @@
 
 use super::select::{apply_mask, keep_last, protected, Measure};
 use super::{ConfigError, Step, StepContext, StepError};
+use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::units::UnitKind;
 
@@ -73,6 +74,40 @@ impl Step for KeepLast {
         apply_mask(history, &mask, &reason);
         Ok(())
     }
+}
+
+impl FromParams for KeepLast {
+    /// Keys: `count` (aliases `max_messages`, `buffer_size`), `measure` (`messages`, `pairs`,
+    /// `units`) or llmling's `count_pairs`, `keep_system` (alias `preserve_system_messages`),
+    /// `keep_newest_user_turn`, `keep_first_message`.
+    fn from_params(p: &mut Params) -> Result<KeepLast, ConfigError> {
+        let mut step = KeepLast::default();
+        if let Some(count) = p.usize(&["count", "max_messages", "buffer_size"])? {
+            step.count = count;
+        }
+        if let Some(pairs) = p.bool(&["count_pairs"])? {
+            step.measure = if pairs { Measure::Pairs } else { Measure::Messages };
+        }
+        if let Some(measure) = p.choice(&["measure"], &["messages", "pairs", "units"])? {
+            step.measure = Measure::from_name(&measure);
+        }
+        step.keep = read_keep(p, step.keep)?;
+        if let Some(first) = p.bool(&["keep_first_message"])? {
+            step.keep_first_message = first;
+        }
+        Ok(step)
+    }
+}
+
+/// Reads `keep_system` (alias `preserve_system_messages`) and `keep_newest_user_turn`.
+pub(crate) fn read_keep(p: &mut Params, mut keep: Keep) -> Result<Keep, ConfigError> {
+    if let Some(system) = p.bool(&["keep_system", "preserve_system_messages"])? {
+        keep.system = system;
+    }
+    if let Some(newest) = p.bool(&["keep_newest_user_turn"])? {
+        keep.newest_user_turn = newest;
+    }
+    Ok(keep)
 }
 
 pub(crate) fn measure_word(measure: Measure) -> &'static str {

@@ -18,6 +18,17 @@ pub enum Measure {
     Units,
 }
 
+impl Measure {
+    /// The measure named `messages`, `pairs` or `units` (anything else is `units`).
+    pub fn from_name(name: &str) -> Measure {
+        match name {
+            "messages" => Measure::Messages,
+            "pairs" => Measure::Pairs,
+            _ => Measure::Units,
+        }
+    }
+}
+
 /// For each unit, the "size" it has under `measure` (pairs: 1 for an assistant step or a
 /// trailing turn that opens a pair, 0 for a turn that joins the step after it).
 pub(crate) fn sizes(history: &History<'_>, measure: Measure) -> Vec<usize> {

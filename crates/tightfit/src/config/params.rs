@@ -1,0 +1,198 @@
+//! Reading one step's parameters from a configuration map, naming the key in every error.
+//!
+//! Each read takes its key out of the map; [`Params::finish`] then reports any key left over
+//! as unknown, with the closest known name as a suggestion. Numbers must be whole and not
+//! negative where a count is expected; a wrong type says what was found.
+
+use serde_json::{Map, Value};
+
+use crate::steps::ConfigError;
+
+/// A step's parameters, as read from YAML, TOML or JSON.
+#[derive(Debug, Clone, Default)]
+pub struct Params {
+    map: Map<String, Value>,
+    known: Vec<&'static str>,
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
+impl Params {
+    /// Parameters from a map.
+    pub fn new(map: Map<String, Value>) -> Params {
+        Params { map, known: Vec::new() }
+    }
+
+    /// Takes the first of `keys` present (a name and its aliases), `null` counting as absent.
+    pub fn take(&mut self, keys: &[&'static str]) -> Option<(&'static str, Value)> {
+        self.known.extend_from_slice(keys);
+        let mut found = None;
+        for key in keys {
+            if let Some(value) = self.map.remove(*key) {
+                if found.is_none() && !value.is_null() {
+                    found = Some((*key, value));
+                }
+            }
+        }
+        found
+    }
+
+    /// A whole number at least 0.
+    pub fn usize(&mut self, keys: &[&'static str]) -> Result<Option<usize>, ConfigError> {
+        match self.take(keys) {
+            None => Ok(None),
+            Some((key, Value::Number(n))) => match n.as_u64() {
+                Some(n) => Ok(Some(n as usize)),
+                None => {
+                    Err(ConfigError::new(key, format!("expected a whole number of at least 0, found {n}")))
+                }
+            },
+            Some((key, v)) => {
+                Err(ConfigError::new(key, format!("expected a whole number, found {}", kind(&v))))
+            }
+        }
+    }
+
+    /// A number.
+    pub fn f64(&mut self, keys: &[&'static str]) -> Result<Option<f64>, ConfigError> {
+        match self.take(keys) {
+            None => Ok(None),
+            Some((key, Value::Number(n))) => {
+                n.as_f64().map(Some).ok_or_else(|| ConfigError::new(key, "expected a number"))
+            }
+            Some((key, v)) => Err(ConfigError::new(key, format!("expected a number, found {}", kind(&v)))),
+        }
+    }
+
+    /// A boolean.
+    pub fn bool(&mut self, keys: &[&'static str]) -> Result<Option<bool>, ConfigError> {
+        match self.take(keys) {
+            None => Ok(None),
+            Some((_, Value::Bool(b))) => Ok(Some(b)),
+            Some((key, v)) => {
+                Err(ConfigError::new(key, format!("expected true or false, found {}", kind(&v))))
+            }
+        }
+    }
+
+    /// A string.
+    pub fn string(&mut self, keys: &[&'static str]) -> Result<Option<String>, ConfigError> {
+        match self.take(keys) {
+            None => Ok(None),
+            Some((_, Value::String(s))) => Ok(Some(s)),
+            Some((key, v)) => Err(ConfigError::new(key, format!("expected a string, found {}", kind(&v)))),
+        }
+    }
+
+    /// One of `choices`.
+    pub fn choice(&mut self, keys: &[&'static str], choices: &[&str]) -> Result<Option<String>, ConfigError> {
+        let key = keys[0];
+        match self.string(keys)? {
+            None => Ok(None),
+            Some(s) if choices.contains(&s.as_str()) => Ok(Some(s)),
+            Some(s) => {
+                Err(ConfigError::new(key, format!("expected one of {}, found {s:?}", choices.join(", "))))
+            }
+        }
+    }
+
+    /// A list of strings (a single string is a list of one).
+    pub fn strings(&mut self, keys: &[&'static str]) -> Result<Option<Vec<String>>, ConfigError> {
+        match self.take(keys) {
+            None => Ok(None),
+            Some((_, Value::String(s))) => Ok(Some(vec![s])),
+            Some((key, Value::Array(items))) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s),
+                    v => Err(ConfigError::new(
+                        format!("{key}[{i}]"),
+                        format!("expected a string, found {}", kind(&v)),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some((key, v)) => {
+                Err(ConfigError::new(key, format!("expected a list of strings, found {}", kind(&v))))
+            }
+        }
+    }
+
+    /// Any value (a nested map, say), for the caller to read.
+    pub fn value(&mut self, keys: &[&'static str]) -> Option<Value> {
+        self.take(keys).map(|(_, v)| v)
+    }
+
+    /// Fails on any key no read asked for, suggesting the closest known one.
+    pub fn finish(self) -> Result<(), ConfigError> {
+        match self.map.keys().next() {
+            None => Ok(()),
+            Some(key) => {
+                let suggestion = self
+                    .known
+                    .iter()
+                    .map(|k| (strsim::jaro_winkler(k, key), *k))
+                    .filter(|(score, _)| *score > 0.8)
+                    .max_by(|a, b| a.0.total_cmp(&b.0))
+                    .map(|(_, k)| format!("; did you mean {k:?}?"))
+                    .unwrap_or_default();
+                let known = if self.known.is_empty() {
+                    "this step takes no parameters".to_string()
+                } else {
+                    format!("known keys: {}", self.known.join(", "))
+                };
+                Err(ConfigError::new(key.clone(), format!("unknown key{suggestion} ({known})")))
+            }
+        }
+    }
+}
+
+/// A step that can be built from configuration.
+pub trait FromParams: Sized {
+    /// Reads the step's parameters; absent ones take their documented defaults. Must not call
+    /// [`Params::finish`] (the caller does, so wrappers can read more keys).
+    fn from_params(params: &mut Params) -> Result<Self, ConfigError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn params(v: Value) -> Params {
+        Params::new(v.as_object().unwrap().clone())
+    }
+
+    #[test]
+    fn reads_aliases_and_reports_unknown_keys() {
+        let mut p = params(json!({"max_messages": 4, "max_lenght": 10}));
+        assert_eq!(p.usize(&["count", "max_messages"]).unwrap(), Some(4));
+        assert_eq!(p.usize(&["max_length"]).unwrap(), None);
+        let e = p.finish().unwrap_err();
+        assert_eq!(e.key, "max_lenght");
+        assert!(e.reason.contains("did you mean \"max_length\""), "{e}");
+    }
+
+    #[test]
+    fn wrong_types_say_what_was_found() {
+        let mut p = params(json!({"count": -1, "flag": "yes"}));
+        assert_eq!(
+            p.usize(&["count"]).unwrap_err().to_string(),
+            "count: expected a whole number of at least 0, found -1"
+        );
+        assert_eq!(
+            p.bool(&["flag"]).unwrap_err().to_string(),
+            "flag: expected true or false, found a string"
+        );
+    }
+}
