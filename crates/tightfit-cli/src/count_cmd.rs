@@ -1,15 +1,14 @@
 //! `tightfit count`: tokens per message, per role, in total, and as a share of the window.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::anyhow;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use tightfit::format::{self, FormatHint};
+use tightfit::format::FormatHint;
 use tightfit::models::{ModelInfo, Registry, TokenizerFamily};
 use tightfit::tokens::{ChatCounter, Count};
 
@@ -47,7 +46,7 @@ pub fn run(registry: &Registry, file: &Path, options: &Options) -> anyhow::Resul
     let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
     let counters =
         Counters { fixed: options.tokenizer.as_deref().map(hf_counter).transpose()?, ..Default::default() };
-    let progress = progress_bar(records.len());
+    let progress = input::progress_bar(records.len());
     let results: Vec<Result<Counted, String>> = records
         .par_iter()
         .map(|record| {
@@ -128,13 +127,7 @@ fn count_record<'r>(
     record: &Record,
     hint: FormatHint,
 ) -> anyhow::Result<Counted<'r>> {
-    let conversation = format::parse_str(&record.text, hint).map_err(|e| match e {
-        // a JSON Lines record's own line 1 is the file's line `record.line`
-        format::FormatError::Syntax { line, column, reason } => {
-            anyhow!("invalid JSON at line {}, column {column}: {reason}", record.line + line - 1)
-        }
-        other => anyhow!(other),
-    })?;
+    let conversation = input::parse(record, hint)?;
     let request = conversation.request.as_ref();
     let model = match fixed_model {
         Some(model) => model,
@@ -152,17 +145,6 @@ fn count_record<'r>(
     let exact = counters.fixed.is_some() || exact(model);
     let name = counter.text_counter().name().to_string();
     Ok(Counted { line: record.line, id, model, roles, count, counter: name, exact })
-}
-
-fn progress_bar(len: usize) -> ProgressBar {
-    if len < 2 || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} conversations {eta}") {
-        bar.set_style(style);
-    }
-    bar
 }
 
 fn share(part: usize, whole: u64) -> f64 {
@@ -224,7 +206,7 @@ fn round(percent: f64) -> f64 {
 }
 
 /// `1234567` → `1,234,567`.
-fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {

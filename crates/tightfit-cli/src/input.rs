@@ -1,9 +1,11 @@
 //! Reading the conversations of an input file: one JSON document, or JSON Lines.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
-use anyhow::Context;
+use anyhow::{anyhow, Context};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tightfit::format::{self, Conversation, FormatHint};
 
 /// One conversation's text and where it came from.
 pub struct Record {
@@ -48,4 +50,28 @@ fn looks_like_json_lines(text: &str) -> bool {
     lines.len() >= 2
         && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err()
         && lines.iter().any(|line| serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok())
+}
+
+/// Reads one record as a conversation; a syntax error names the line of the file.
+pub fn parse(record: &Record, hint: FormatHint) -> anyhow::Result<Conversation> {
+    format::parse_str(&record.text, hint).map_err(|e| match e {
+        // a JSON Lines record's own line 1 is the file's line `record.line`
+        format::FormatError::Syntax { line, column, reason } => {
+            anyhow!("invalid JSON at line {}, column {column}: {reason}", record.line + line - 1)
+        }
+        other => anyhow!(other),
+    })
+}
+
+/// A progress bar on standard error for `len` conversations, hidden unless standard error is
+/// a terminal and there are several.
+pub fn progress_bar(len: usize) -> ProgressBar {
+    if len < 2 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} conversations {eta}") {
+        bar.set_style(style);
+    }
+    bar
 }

@@ -12,8 +12,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tightfit::models::Registry;
 
 mod count_cmd;
+mod fit_cmd;
 mod input;
 mod models_cmd;
+mod validate_cmd;
 
 /// Fit LLM conversation histories into a model's context window.
 #[derive(Debug, Parser)]
@@ -51,6 +53,60 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         tokenizer: Option<PathBuf>,
     },
+    /// Fit a history into a model's window (or a budget): the fitted history on standard
+    /// output in the input's format, the report on standard error.
+    ///
+    /// Without --preset or --config it runs the default ladder: lossless steps first, each
+    /// only while over budget, ending in middle_out. JSON Lines in, JSON Lines out, fitted on
+    /// all cores; a line that cannot be fitted is reported and left out.
+    Fit {
+        /// The conversation file, or `-` for standard input.
+        file: PathBuf,
+        /// The model to fit for. Defaults to the request body's `model`.
+        #[arg(long, short)]
+        model: Option<String>,
+        /// The budget in tokens (the whole request), instead of the model's window minus the
+        /// output reserved (the request's max_tokens, else up to 4,096).
+        #[arg(long)]
+        budget: Option<usize>,
+        /// A named pipeline: middle-out (the default), minimal, balanced, summarizing, swarms.
+        #[arg(long, conflicts_with = "config")]
+        preset: Option<String>,
+        /// A pipeline configuration file (YAML, TOML or JSON; llmling's YAML loads as is).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Write the fitted history here instead of standard output.
+        #[arg(long, short, value_name = "OUT")]
+        output: Option<PathBuf>,
+        /// The report's form on standard error.
+        #[arg(long, value_enum, default_value_t = ReportArg::Text)]
+        report: ReportArg,
+        /// Also write each conversation's plan (what happened to every unit; replayable) to
+        /// this file, one JSON object per line.
+        #[arg(long, value_name = "FILE")]
+        plan: Option<PathBuf>,
+        /// The input's wire format.
+        #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+        format: FormatArg,
+        /// A TOML or JSON file that adds models to the registry or overrides them.
+        #[arg(long, value_name = "FILE")]
+        models_file: Option<PathBuf>,
+    },
+    /// Check a history against a provider's rules: each violation with its message index
+    /// and reason; exit code 1 if there is any.
+    Validate {
+        /// The conversation file, or `-` for standard input.
+        file: PathBuf,
+        /// The provider whose rules apply. Defaults to the input's own format.
+        #[arg(long, value_enum)]
+        provider: Option<ProviderArg>,
+        /// The input's wire format.
+        #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+        format: FormatArg,
+        /// One JSON object per violation.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the model registry, or the models matching QUERY.
     Models {
         /// A case-insensitive part of a model id, name or provider.
@@ -73,6 +129,44 @@ pub enum FormatArg {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+}
+
+/// `--report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportArg {
+    /// A summary line per conversation (and the step lines for a single one).
+    Text,
+    /// One JSON object per conversation.
+    Json,
+}
+
+/// `--provider`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    /// OpenAI Chat Completions rules.
+    Openai,
+    /// Anthropic Messages rules.
+    Anthropic,
+}
+
+impl ProviderArg {
+    fn format(self) -> tightfit::format::Format {
+        match self {
+            ProviderArg::Openai => tightfit::format::Format::OpenAi,
+            ProviderArg::Anthropic => tightfit::format::Format::Anthropic,
+        }
+    }
+}
+
+/// The pipeline `--preset` or `--config` names; the default ladder otherwise.
+fn pipeline(preset: Option<&str>, config: Option<&PathBuf>) -> anyhow::Result<tightfit::Pipeline> {
+    Ok(match (preset, config) {
+        (_, Some(path)) => {
+            tightfit::config::from_path(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        (Some(name), None) => tightfit::presets::by_name(name)?,
+        (None, None) => tightfit::presets::ladder(),
+    })
 }
 
 impl FormatArg {
@@ -103,6 +197,23 @@ fn main() -> ExitCode {
                 let options = count_cmd::Options { model, hint: format.hint(), json, tokenizer };
                 count_cmd::run(&registry, &file, &options)
             })
+        }
+        Command::Fit { file, model, budget, preset, config, output, report, plan, format, models_file } => {
+            registry(models_file.as_ref()).and_then(|registry| {
+                let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
+                let options = fit_cmd::Options {
+                    model,
+                    budget,
+                    hint: format.hint(),
+                    output,
+                    json_report: report == ReportArg::Json,
+                    plan,
+                };
+                fit_cmd::run(&registry, &pipeline, &file, &options)
+            })
+        }
+        Command::Validate { file, provider, format, json } => {
+            validate_cmd::run(&file, provider.map(ProviderArg::format), format.hint(), json)
         }
         Command::Models { query, json, models_file } => registry(models_file.as_ref()).and_then(|registry| {
             let stdout = std::io::stdout();

@@ -40,6 +40,11 @@ impl Pipeline {
         self.steps.is_empty()
     }
 
+    /// A builder holding this pipeline's steps, to add more.
+    pub fn into_builder(self) -> PipelineBuilder {
+        PipelineBuilder { steps: self.steps }
+    }
+
     /// The steps, in order.
     pub fn steps(&self) -> impl Iterator<Item = &dyn Step> {
         self.steps.iter().map(|s| s.as_ref())

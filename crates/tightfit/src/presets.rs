@@ -1,13 +1,47 @@
 //! Named pipelines: the default ladder of `fit`, and presets for common needs.
+//!
+//! | name | steps |
+//! | --- | --- |
+//! | `middle-out` (the default of `fit`) | the ladder: lossless steps first, each only while over budget, ending in `middle_out` |
+//! | `minimal` | llmling's: drop thinking, drop retry prompts, tool outputs to 500 chars, last 5 pairs |
+//! | `balanced` | llmling's: drop thinking, tool outputs to 2,000 chars, texts to 5,000 chars, last 15 pairs |
+//! | `summarizing` | llmling's: drop thinking, tool outputs to 1,000 chars, summarize above 20 messages keeping 8 |
+//! | `swarms` | swarms' default: middle-out keeping system messages and the last 2 messages |
 
 use crate::pipeline::Pipeline;
-use crate::steps::{Condition, DropThinking};
+use crate::steps::{Condition, ConfigError, DropThinking, KeepLast, MiddleOut, Summarize};
+
+/// The names [`by_name`] knows.
+pub const NAMES: &[&str] = &["middle-out", "minimal", "balanced", "summarizing", "swarms"];
 
 /// The default ladder of `fit`, lossless steps first, each rung run only while the history
 /// is still over budget.
 pub fn ladder() -> Pipeline {
     Pipeline::builder()
         .when(Condition::OverBudget, DropThinking::default())
+        .when(Condition::OverBudget, MiddleOut::default())
         .build()
         .expect("the ladder's configuration is valid")
+}
+
+/// The preset called `name`.
+pub fn by_name(name: &str) -> Result<Pipeline, ConfigError> {
+    let builder = match name {
+        "middle-out" | "middle_out" | "default" => return Ok(ladder()),
+        "minimal" => Pipeline::builder().step(DropThinking::default()).step(KeepLast::pairs(5)),
+        "balanced" => Pipeline::builder().step(DropThinking::default()).step(KeepLast::pairs(15)),
+        "summarizing" => Pipeline::builder().step(DropThinking::default()).step(Summarize {
+            threshold: 20,
+            keep_recent: 8,
+            ..Summarize::default()
+        }),
+        "swarms" => Pipeline::builder().step(MiddleOut { keep_first: 0, ..MiddleOut::default() }),
+        other => {
+            return Err(ConfigError::new(
+                "preset",
+                format!("unknown preset {other:?} (known: {})", NAMES.join(", ")),
+            ))
+        }
+    };
+    builder.build()
 }

@@ -12,6 +12,7 @@
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
 //! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
 //! | rewrite | [`ContentName`] |
+//! | compress | [`Summarize`] (configuration only until summarizers land) |
 //! | control | [`When`] |
 
 use std::fmt;
@@ -21,14 +22,18 @@ use crate::history::History;
 
 mod drop_thinking;
 mod keep_last;
+mod middle_out;
 mod select;
+mod summarize;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod when;
 
 pub use drop_thinking::DropThinking;
 pub use keep_last::KeepLast;
+pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;
+pub use summarize::Summarize;
 pub use when::{Condition, When};
 
 /// Where a step runs: the budget and window of the call, and the provider's rules.
@@ -84,14 +89,25 @@ impl StepError {
 }
 
 /// A configuration error, naming the key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{key}: {reason}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     /// Where: `steps[2].max_length`, or a step's parameter name.
     pub key: String,
     /// What is wrong.
     pub reason: String,
 }
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            f.write_str(&self.reason)
+        } else {
+            write!(f, "{}: {}", self.key, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 impl ConfigError {
     /// An error at `key`.

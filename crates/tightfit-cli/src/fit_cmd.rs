@@ -1,0 +1,156 @@
+//! `tightfit fit`: the fitted history on standard output (or a file), in the input's format;
+//! the report on standard error.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use tightfit::fit::{Fitter, Target};
+use tightfit::format::{self, Conversation, FormatHint};
+use tightfit::models::{ModelInfo, Registry};
+use tightfit::pipeline::Pipeline;
+use tightfit::{Plan, Report};
+
+use crate::count_cmd::thousands;
+use crate::input::{self, Record};
+
+/// What `fit` was asked to do.
+pub struct Options {
+    /// `--model`, or `None` to use each request's `model`.
+    pub model: Option<String>,
+    /// `--budget`: tokens, instead of the model's window minus the reserved output.
+    pub budget: Option<usize>,
+    /// `--format`.
+    pub hint: FormatHint,
+    /// `--output`: where the fitted histories go (standard output if `None`).
+    pub output: Option<PathBuf>,
+    /// `--report json`.
+    pub json_report: bool,
+    /// `--plan`: where the plans go, one JSON object per conversation.
+    pub plan: Option<PathBuf>,
+}
+
+struct Fitted {
+    line: usize,
+    text: String,
+    report: Report,
+    plan: Plan,
+}
+
+/// Fits every conversation of `file`; returns `Ok(false)` when some could not be fitted (each
+/// reported on standard error with its line; the others are still written).
+pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Options) -> anyhow::Result<bool> {
+    let (name, records) = input::read(file)?;
+    let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
+    let progress = input::progress_bar(records.len());
+    let results: Vec<Result<Fitted, String>> = records
+        .par_iter()
+        .map_init(Fitter::new, |fitter, record| {
+            let result = fit_record(fitter, registry, fixed_model, pipeline, record, options);
+            progress.inc(1);
+            result.map_err(|e| format!("{name}:{}: {e:#}", record.line))
+        })
+        .collect();
+    progress.finish_and_clear();
+
+    let mut out: Box<dyn Write> = match &options.output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut plans: Option<Box<dyn Write>> = match &options.plan {
+        Some(path) => Some(Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
+        ))),
+        None => None,
+    };
+    let stderr = std::io::stderr();
+    let mut err = stderr.lock();
+    let single = records.len() == 1;
+    let mut ok = true;
+    for result in &results {
+        match result {
+            Ok(f) => {
+                out.write_all(f.text.as_bytes())?;
+                out.write_all(b"\n")?;
+                if let Some(plans) = plans.as_mut() {
+                    serde_json::to_writer(&mut *plans, &f.plan)?;
+                    plans.write_all(b"\n")?;
+                }
+                if options.json_report {
+                    let mut report = serde_json::to_value(&f.report)?;
+                    if let Value::Object(map) = &mut report {
+                        map.insert("line".into(), json!(f.line));
+                    }
+                    writeln!(err, "{report}")?;
+                } else {
+                    write_report(&mut err, &name, f, single)?;
+                }
+            }
+            Err(e) => {
+                writeln!(err, "tightfit: {e}")?;
+                ok = false;
+            }
+        }
+    }
+    out.flush()?;
+    if let Some(plans) = plans.as_mut() {
+        plans.flush()?;
+    }
+    Ok(ok)
+}
+
+fn fit_record(
+    fitter: &mut Fitter,
+    registry: &Registry,
+    fixed_model: Option<&ModelInfo>,
+    pipeline: &Pipeline,
+    record: &Record,
+    options: &Options,
+) -> anyhow::Result<Fitted> {
+    let conversation = input::parse(record, options.hint)?;
+    let request = conversation.request.as_ref();
+    let model = match fixed_model {
+        Some(model) => model,
+        None => {
+            let name = request
+                .and_then(|r| r.model.as_deref())
+                .ok_or_else(|| anyhow!("no model: pass --model, or give a request body with `model`"))?;
+            registry.lookup(name)?
+        }
+    };
+    let mut target = Target::for_model(model, request.and_then(|r| r.reserved_output()));
+    if let Some(budget) = options.budget {
+        target = target.with_budget(budget);
+    }
+    let fitted = fitter.fit(&conversation, &target, Some(pipeline))?;
+    let (report, plan) = (fitted.report.clone(), fitted.plan.clone());
+    let output = Conversation { messages: fitted.into_messages(), ..conversation.clone() };
+    let text = format::to_string(&output, conversation.format);
+    Ok(Fitted { line: record.line, text, report, plan })
+}
+
+fn write_report(err: &mut impl Write, name: &str, f: &Fitted, single: bool) -> std::io::Result<()> {
+    let r = &f.report;
+    let summary = format!(
+        "{} -> {} tokens ({:.2}), {} -> {} messages, budget {}",
+        thousands(r.original_token_count as u64),
+        thousands(r.compressed_token_count as u64),
+        r.compression_ratio,
+        thousands(r.original_message_count as u64),
+        thousands(r.compressed_message_count as u64),
+        r.budget.map_or("none".to_string(), |b| thousands(b as u64)),
+    );
+    if single {
+        writeln!(err, "{summary}")?;
+        for line in r.lines() {
+            writeln!(err, "  {line}")?;
+        }
+    } else {
+        writeln!(err, "{name}:{}: {summary}", f.line)?;
+    }
+    Ok(())
+}
