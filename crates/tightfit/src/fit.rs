@@ -16,7 +16,9 @@
 //! let target = Target::for_model(model, None).with_budget(30);
 //! let fitted = fit(&conversation, &target, None)?;
 //! assert!(fitted.report.compressed_token_count <= 30);
-//! assert_eq!(fitted.messages.len(), 2); // the system prompt and the newest user turn
+//! // the oldest exchange went; the system prompt and the newest user turn stay
+//! assert_eq!(fitted.messages.len(), 3);
+//! assert_eq!(fitted.messages[2].text_content(), "What is 2 + 2?");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
