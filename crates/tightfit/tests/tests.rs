@@ -3,6 +3,7 @@
 mod convert;
 mod counting;
 mod errors;
+mod fit;
 mod models;
 mod props;
 mod roundtrip;

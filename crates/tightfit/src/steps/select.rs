@@ -56,15 +56,16 @@ pub(crate) fn sizes(history: &History<'_>, measure: Measure) -> Vec<usize> {
 
 /// The mask that keeps the last `count` (under `measure`) units, never splitting a unit:
 /// counting from the end, a unit is kept while the total stays within `count`; selection
-/// stops at the first unit that would go over. Units already kept in `mask` (protected) are
-/// not counted. With pairs, the turns that open a kept pair have size 0 and go with it.
+/// stops at the first unit that would go over. A protected unit (already set in `mask`)
+/// inside the window counts like any other; protected units before it are kept besides;
+/// system messages never count. With pairs, the turns that open a kept pair have size 0 and
+/// go with it.
 pub(crate) fn keep_last(history: &History<'_>, count: usize, measure: Measure, mask: &mut [bool]) {
     let sizes = sizes(history, measure);
+    let units = history.units();
     let mut used = 0;
-    let mut i = sizes.len();
-    while i > 0 {
-        i -= 1;
-        if mask[i] {
+    for i in (0..sizes.len()).rev() {
+        if mask[i] && units[i].kind == UnitKind::Instruction {
             continue;
         }
         if used + sizes[i] > count {

@@ -1,0 +1,315 @@
+//! `fit`, pipelines, plans and configuration, on real transcripts and on small cases whose
+//! expected output is written out.
+
+use std::borrow::Borrow;
+
+use serde_json::json;
+use tightfit::config::{self, Syntax};
+use tightfit::fit::{fit, FitError, Fitter, Options, Target};
+use tightfit::format::{
+    self, convert, messages_to_value, parse_str, parse_value, Conversation, Format, FormatHint,
+};
+use tightfit::message::Message;
+use tightfit::repair::{Repair, UnansweredCalls, ABORTED_RESULT};
+use tightfit::tokens::{ChatCounter, OpenAiEncoding};
+use tightfit::validate::validate;
+use tightfit::Pipeline;
+
+use crate::{call, data_files, lines, result};
+
+fn counter() -> ChatCounter {
+    ChatCounter::openai(OpenAiEncoding::O200kBase)
+}
+
+fn conversation(value: serde_json::Value) -> Conversation {
+    parse_value(value, FormatHint::Auto).unwrap()
+}
+
+fn bytes<M: Borrow<Message>>(messages: &[M], format: Format) -> String {
+    let owned: Vec<Message> = messages.iter().map(|m| m.borrow().clone()).collect();
+    messages_to_value(&owned, format).to_string()
+}
+
+/// Fits one conversation and checks every invariant of a fitted history: within budget by a
+/// fresh count, valid for the provider, the plan replays to the same bytes, the input is not
+/// mutated. Returns `Err` for an honest "cannot fit".
+fn fit_and_check(
+    fitter: &mut Fitter,
+    conversation: &Conversation,
+    budget: usize,
+    provider: Format,
+) -> Result<usize, FitError> {
+    let before = conversation.clone();
+    let target = Target::budget(budget, counter()).with_provider(provider);
+    let fitted = match fitter.fit(conversation, &target, None) {
+        Ok(f) => f,
+        Err(e @ FitError::CannotFit { needed, budget: b, .. }) => {
+            assert!(needed > b, "a cannot-fit error is over budget: {e}");
+            assert_eq!(conversation, &before, "the input is not mutated");
+            return Err(e);
+        }
+        Err(other) => panic!("fit failed with {other}"),
+    };
+    let total = counter()
+        .count(&fitted.messages.iter().map(|m| m.clone().into_owned()).collect::<Vec<_>>(), None)
+        .total;
+    assert!(total <= budget, "{total} tokens over the budget of {budget}");
+    assert_eq!(total, fitted.report.compressed_token_count, "the report counts what is sent");
+    assert_eq!(validate(&fitted.messages, provider), vec![], "valid for {provider:?}");
+    let replayed = fitted.plan.replay(&conversation.messages).unwrap();
+    assert_eq!(bytes(&replayed, conversation.format), bytes(&fitted.messages, conversation.format));
+    assert_eq!(conversation, &before, "the input is not mutated");
+    Ok(fitted.messages.len())
+}
+
+#[test]
+fn every_real_conversation_fits_at_4k_32k_and_128k() {
+    let budgets = [4_096, 32_768, 131_072];
+    let files = data_files();
+    // (conversations, fitted, cannot fit) per budget, summed over the files
+    let totals = std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks(files.len().div_ceil(2))
+            .map(|chunk| {
+                scope.spawn(move || {
+                    let mut totals = [(0usize, 0usize, 0usize); 3];
+                    for file in chunk {
+                        let mut fitter = Fitter::new();
+                        for line in lines(file) {
+                            let conversation = parse_str(&line, FormatHint::Auto).unwrap();
+                            for (b, budget) in budgets.iter().enumerate() {
+                                totals[b].0 += 1;
+                                match fit_and_check(&mut fitter, &conversation, *budget, Format::OpenAi) {
+                                    Ok(_) => totals[b].1 += 1,
+                                    Err(_) => totals[b].2 += 1,
+                                }
+                            }
+                        }
+                    }
+                    totals
+                })
+            })
+            .collect();
+        let mut sum = [(0usize, 0usize, 0usize); 3];
+        for worker in workers {
+            for (s, t) in sum.iter_mut().zip(worker.join().unwrap()) {
+                *s = (s.0 + t.0, s.1 + t.1, s.2 + t.2);
+            }
+        }
+        sum
+    });
+    for (budget, (n, fitted, cannot)) in budgets.iter().zip(totals) {
+        eprintln!("budget {budget}: {n} conversations, {fitted} fitted, {cannot} cannot fit (system + newest user turn over budget)");
+        assert_eq!(n, 3_088);
+        assert_eq!(fitted + cannot, n);
+    }
+    // at 128k only the protected part of a history could be too big, and none is
+    assert_eq!(totals[2].2, 0);
+    assert_eq!(totals[1].2, 0);
+}
+
+#[test]
+fn real_agent_runs_fit_under_anthropic_rules() {
+    let file = crate::shared("data/agent_tau_bench_airline_gpt4o.jsonl");
+    let mut fitter = Fitter::new();
+    for line in lines(&file).iter().take(60) {
+        let openai = parse_str(line, FormatHint::Auto).unwrap();
+        let anthropic = convert(&openai, Format::Anthropic).conversation;
+        for budget in [2_000, 4_096] {
+            let _ = fit_and_check(&mut fitter, &anthropic, budget, Format::Anthropic);
+        }
+    }
+}
+
+#[test]
+fn fitting_is_deterministic() {
+    let file = crate::shared("data/agent_mini_swe_deepseek_reasoner.jsonl");
+    for line in lines(&file).iter().take(8) {
+        let conversation = parse_str(line, FormatHint::Auto).unwrap();
+        let target = Target::budget(6_000, counter());
+        let a = fit(&conversation, &target, None);
+        let b = Fitter::new().fit(&conversation, &target, None);
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(bytes(&a.messages, Format::OpenAi), bytes(&b.messages, Format::OpenAi));
+                assert_eq!(serde_json::to_string(&a.plan).unwrap(), serde_json::to_string(&b.plan).unwrap());
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            (a, b) => panic!("different outcomes: {:?} / {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
+}
+
+#[test]
+fn a_plan_survives_json_and_replays_to_identical_bytes() {
+    let file = crate::shared("data/agent_swe_agent_demos.jsonl");
+    let all = lines(&file);
+    let longest = all.iter().max_by_key(|l| l.len()).unwrap();
+    let conversation = parse_str(longest, FormatHint::Auto).unwrap();
+    let fitted = fit(&conversation, &Target::budget(6_000, counter()), None).unwrap();
+    assert!(fitted.report.was_compressed);
+    let text = serde_json::to_string(&fitted.plan).unwrap();
+    let plan: tightfit::Plan = serde_json::from_str(&text).unwrap();
+    let replayed = plan.replay(&conversation.messages).unwrap();
+    assert_eq!(bytes(&replayed, Format::OpenAi), bytes(&fitted.messages, Format::OpenAi));
+    // every input unit is accounted for, and the dropped ones name their step
+    let covered: usize = plan.units.iter().map(|u| u.messages[1] - u.messages[0]).sum();
+    assert_eq!(covered, conversation.messages.len());
+    assert!(plan
+        .units
+        .iter()
+        .filter(|u| u.action == tightfit::plan::UnitAction::Dropped)
+        .all(|u| u.steps == ["middle_out"]));
+    // on another history the plan refuses
+    let other = parse_str(&all[0], FormatHint::Auto).unwrap();
+    assert!(plan.replay(&other.messages).is_err());
+}
+
+#[test]
+fn cannot_fit_says_what_and_by_how_much() {
+    let conversation = conversation(json!([
+        {"role": "system", "content": "rule ".repeat(300)},
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "new question ".repeat(100)}
+    ]));
+    let err = fit(&conversation, &Target::budget(200, counter()), None).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("the system prompt (3"), "{text}");
+    assert!(text.contains("the newest user turn (2"), "{text}");
+    assert!(text.contains("over the budget of 200"), "{text}");
+    let FitError::CannotFit { needed, over, .. } = err else { panic!("{err}") };
+    assert_eq!(needed - over, 200);
+}
+
+#[test]
+fn a_broken_input_is_repaired_and_the_report_says_so() {
+    let conversation = conversation(json!([
+        {"role": "user", "content": "go"},
+        result("stray"),
+        {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+        result("a"),
+        {"role": "user", "content": "next"}
+    ]));
+    assert_eq!(validate(&conversation.messages, Format::OpenAi).len(), 2);
+    let fitted = fit(&conversation, &Target::budget(10_000, counter()), None).unwrap();
+    let out = fitted.into_messages();
+    assert_eq!(validate(&out, Format::OpenAi), vec![]);
+    assert_eq!(out.len(), 5, "the stray result went, an aborted result for b came");
+    assert_eq!(out[3].tool_call_id.as_deref(), Some("b"));
+    assert_eq!(out[3].text_content(), ABORTED_RESULT);
+
+    let options = Options { repair: Repair { unanswered_calls: UnansweredCalls::Drop, ..Repair::default() } };
+    let fitted =
+        Fitter::with_options(options).fit(&conversation, &Target::budget(10_000, counter()), None).unwrap();
+    assert_eq!(fitted.report.repairs.len(), 2, "{:?}", fitted.report.repairs);
+    assert!(fitted.report.repairs[1].contains("dropped tool calls [\"b\"]"), "{:?}", fitted.report.repairs);
+    let out = fitted.into_messages();
+    assert_eq!(out[1].tool_calls().count(), 1);
+    assert_eq!(validate(&out, Format::OpenAi), vec![]);
+}
+
+#[test]
+fn an_anthropic_history_that_would_start_with_the_assistant_gets_a_user_turn_first() {
+    let conversation = parse_str(
+        &json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+            {"role": "assistant", "content": "I remember our chat."},
+            {"role": "user", "content": "good"}
+        ]})
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let fitted = fit(&conversation, &Target::budget(10_000, counter()), None).unwrap();
+    assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
+    assert_eq!(fitted.messages[0].text_content(), tightfit::repair::CONTINUED_PLACEHOLDER);
+    assert_eq!(fitted.report.repairs.len(), 1);
+}
+
+#[test]
+fn a_pipeline_is_shared_by_threads() {
+    let pipeline = std::sync::Arc::new(tightfit::presets::ladder());
+    let conversation = conversation(json!([
+        {"role": "user", "content": "a ".repeat(500)},
+        {"role": "assistant", "content": "b ".repeat(500)},
+        {"role": "user", "content": "c"}
+    ]));
+    let outputs: Vec<String> = std::thread::scope(|scope| {
+        (0..2)
+            .map(|_| {
+                let pipeline = pipeline.clone();
+                let conversation = &conversation;
+                scope.spawn(move || {
+                    let fitted = fit(conversation, &Target::budget(100, counter()), Some(&pipeline)).unwrap();
+                    bytes(&fitted.messages, Format::OpenAi)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert_eq!(outputs[0], outputs[1]);
+}
+
+#[test]
+fn configuration_errors_name_the_key() {
+    let err = |text: &str, syntax| config::from_str(text, syntax).unwrap_err().to_string();
+    assert_eq!(
+        err("steps:\n  - type: keep_lats\n", Syntax::Yaml),
+        "steps[0].type: unknown step \"keep_lats\"; did you mean \"keep_last\"?"
+    );
+    assert!(err("steps:\n  - type: keep_last\n    cuont: 3\n", Syntax::Yaml)
+        .starts_with("steps[0].cuont: unknown key; did you mean \"count\"?"));
+    assert_eq!(
+        err("compaction:\n  steps:\n    - type: keep_last\n      count: -2\n", Syntax::Yaml),
+        "compaction.steps[0].count: expected a whole number of at least 0, found -2"
+    );
+    assert_eq!(
+        err(r#"{"steps": [{"type": "keep_last", "count": 0}]}"#, Syntax::Json),
+        "steps[0].count: must be at least 1"
+    );
+    assert_eq!(
+        err("preset = \"tiny\"\n", Syntax::Toml),
+        "preset: unknown preset \"tiny\" (known: middle-out, minimal, balanced, summarizing, swarms)"
+    );
+    assert!(err("steps: [", Syntax::Yaml).starts_with("invalid YAML"));
+    assert_eq!(
+        err("steps:\n  - type: keep_last\n    when: {tokens_abve: 3}\n", Syntax::Yaml),
+        "steps[0].when.tokens_abve: unknown key; did you mean \"tokens_above\"? (known keys: tokens_above, messages_above, window_fraction_above, window_fraction, over_budget)"
+    );
+}
+
+#[test]
+fn the_same_pipeline_loads_from_yaml_toml_and_json() {
+    let yaml = "steps:\n  - type: filter_thinking\n  - type: keep_last\n    count: 2\n    count_pairs: false\n    when: {messages_above: 3}\n";
+    let toml = "[[steps]]\ntype = \"filter_thinking\"\n\n[[steps]]\ntype = \"keep_last\"\ncount = 2\ncount_pairs = false\nwhen = { messages_above = 3 }\n";
+    let json = r#"{"steps": [{"type": "filter_thinking"}, {"type": "keep_last", "count": 2, "count_pairs": false, "when": {"messages_above": 3}}]}"#;
+    let conversation = conversation(json!([
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "1"},
+        {"role": "assistant", "content": "2", "reasoning_content": "hmm"},
+        {"role": "user", "content": "3"},
+        {"role": "assistant", "content": "4"}
+    ]));
+    let run = |pipeline: &Pipeline| {
+        let out = tightfit::fit::transform(
+            &conversation,
+            &counter(),
+            pipeline,
+            tightfit::steps::StepContext { budget: None, window: None, provider: Format::OpenAi },
+        )
+        .unwrap();
+        format::messages_to_value(&out.into_messages(), Format::OpenAi)
+    };
+    let expected = json!([
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "3"},
+        {"role": "assistant", "content": "4"}
+    ]);
+    for (text, syntax) in [(yaml, Syntax::Yaml), (toml, Syntax::Toml), (json, Syntax::Json)] {
+        let pipeline = config::from_str(text, syntax).unwrap();
+        assert_eq!(pipeline.len(), 2);
+        assert_eq!(run(&pipeline), expected, "{syntax:?}");
+    }
+}
