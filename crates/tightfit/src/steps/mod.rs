@@ -20,6 +20,7 @@ use crate::format::Format;
 use crate::history::History;
 
 mod drop_thinking;
+mod head_and_tail;
 mod keep_first;
 mod keep_last;
 mod select;
@@ -28,6 +29,7 @@ pub(crate) mod test_support;
 mod when;
 
 pub use drop_thinking::DropThinking;
+pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
 pub use select::Measure;
