@@ -24,6 +24,7 @@ mod head_and_tail;
 mod keep_first;
 mod keep_last;
 mod select;
+mod task_truncation;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod when;
@@ -33,6 +34,7 @@ pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
 pub use select::Measure;
+pub use task_truncation::{TaskScope, TaskTruncation};
 pub use when::{Condition, When};
 
 /// Where a step runs: the budget and window of the call, and the provider's rules.
