@@ -155,7 +155,10 @@ fn from<S: FromParams + Step + 'static>(p: &mut Params) -> Result<Box<dyn Step>,
 pub const STEP_NAMES: &[(&str, &[&str])] = &[
     ("drop_thinking", &["filter_thinking"]),
     ("keep_last", &["keep_last_messages", "buffered"]),
+    ("keep_first", &["keep_first_messages"]),
+    ("head_and_tail", &["keep_first_last", "keep_first_and_last", "head_tail"]),
     ("middle_out", &["middle-out"]),
+    ("task_truncation", &["truncation"]),
     ("summarize", &[]),
     ("when", &["when_count_exceeds", "when_message_count_exceeds", "conditional"]),
 ];
@@ -180,6 +183,9 @@ fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
     match canonical {
         "drop_thinking" => from::<DropThinking>(p),
         "keep_last" => from::<KeepLast>(p),
+        "keep_first" => from::<KeepFirst>(p),
+        "head_and_tail" => from::<HeadAndTail>(p),
+        "task_truncation" => from::<TaskTruncation>(p),
         "middle_out" => from::<MiddleOut>(p),
         "summarize" => from::<Summarize>(p),
         "when" => {

@@ -133,15 +133,12 @@ mod tests {
         let bare = Keep { system: false, newest_user_turn: false };
         let out = run(&KeepLast { keep: bare, ..KeepLast::messages(3) }, &input);
         assert_eq!(texts(&out), vec!["user: and now?", "assistant: done"]);
-        // protected units come in addition to the count
-        let out = run(
-            &KeepLast { keep: Keep { system: false, newest_user_turn: true }, ..KeepLast::messages(3) },
-            &input,
-        );
-        assert_eq!(
-            texts(&out),
-            vec!["assistant: calls lookup", "tool: found it", "user: and now?", "assistant: done"]
-        );
+        // a protected unit outside the window is kept besides it
+        let newest = Keep { system: false, newest_user_turn: true };
+        let out = run(&KeepLast { keep: newest, ..KeepLast::messages(1) }, &input);
+        assert_eq!(texts(&out), vec!["user: and now?", "assistant: done"]);
+        let out = run(&KeepLast { keep: bare, ..KeepLast::messages(1) }, &input);
+        assert_eq!(texts(&out), vec!["assistant: done"]);
         assert_valid(&out);
     }
 

@@ -21,19 +21,25 @@ use crate::format::Format;
 use crate::history::History;
 
 mod drop_thinking;
+mod head_and_tail;
+mod keep_first;
 mod keep_last;
 mod middle_out;
 mod select;
 mod summarize;
+mod task_truncation;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod when;
 
 pub use drop_thinking::DropThinking;
+pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
+pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;
 pub use summarize::Summarize;
+pub use task_truncation::{TaskScope, TaskTruncation};
 pub use when::{Condition, When};
 
 /// Where a step runs: the budget and window of the call, and the provider's rules.
