@@ -167,14 +167,34 @@ impl<'a> History<'a> {
     }
 
     /// For each unit, whether a step must keep it under `keep`: instructions when
-    /// `keep.system`, the newest user turn when `keep.newest_user_turn`.
+    /// `keep.system`, the newest user turn when `keep.newest_user_turn` — and with it, for
+    /// Anthropic, the first assistant step after it when the history ends inside a tool loop
+    /// (the API checks that this step still starts with its thinking, so the turn's start
+    /// must not move).
     pub fn protected_units(&self, keep: Keep) -> Vec<bool> {
         let newest = if keep.newest_user_turn { self.newest_user_unit() } else { None };
-        self.units()
+        let units = self.units();
+        let mut mask: Vec<bool> = units
             .iter()
             .enumerate()
             .map(|(i, u)| (keep.system && u.kind == UnitKind::Instruction) || Some(i) == newest)
-            .collect()
+            .collect();
+        if keep.newest_user_turn && self.provider == Format::Anthropic && self.ends_in_tool_loop() {
+            let from = newest.map_or(0, |n| n + 1);
+            if let Some(first) = (from..units.len()).find(|&i| units[i].kind == UnitKind::AssistantStep) {
+                mask[first] = true;
+            }
+        }
+        mask
+    }
+
+    /// Whether the last message holds only tool results (the model is mid tool loop).
+    fn ends_in_tool_loop(&self) -> bool {
+        self.messages.last().is_some_and(|m| {
+            matches!(m.role, Role::Tool | Role::Function)
+                || (!m.parts.is_empty()
+                    && m.parts.iter().all(|p| matches!(p, crate::message::Part::ToolResult(_))))
+        })
     }
 
     /// The name of the step now running, recorded with every change.

@@ -209,8 +209,11 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
                 |m| {
                     let mut parts = std::mem::take(&mut m.parts);
                     parts.extend(moved.parts);
-                    // tool results lead a user message
-                    parts.sort_by_key(|p| !matches!(p, Part::ToolResult(_)));
+                    // tool results lead a user message, thinking an assistant message
+                    // (Anthropic checks that the current tool turn starts with its thinking)
+                    parts.sort_by_key(|p| {
+                        !matches!(p, Part::ToolResult(_) | Part::Thinking(_) | Part::RedactedThinking(_))
+                    });
                     m.parts = parts;
                     m.content_form = ContentForm::Parts;
                 },

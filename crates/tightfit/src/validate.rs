@@ -305,16 +305,20 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
 }
 
 /// The first assistant message of the current assistant turn, when the history ends inside a
-/// tool loop: the last message answers tool calls, and the turn began with the first
-/// assistant message after the last user message that was not only tool results.
+/// tool loop: the last message holds only tool results, and the turn began with the first
+/// assistant message after the last user message that carries the user's own words.
 fn current_tool_turn(messages: &[&Message]) -> Option<usize> {
-    let is_results =
-        |m: &Message| m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::ToolResult(_)));
-    if !messages.last().is_some_and(|m| is_results(m)) {
+    let only_results = |m: &Message| {
+        m.role == Role::User
+            && !m.parts.is_empty()
+            && m.parts.iter().all(|p| matches!(p, Part::ToolResult(_)))
+    };
+    let has_words =
+        |m: &Message| m.role == Role::User && m.parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
+    if !messages.last().is_some_and(|m| only_results(m)) {
         return None;
     }
-    let turn_start =
-        messages.iter().rposition(|m| m.role == Role::User && !is_results(m)).map_or(0, |user| user + 1);
+    let turn_start = messages.iter().rposition(|m| has_words(m)).map_or(0, |user| user + 1);
     let index = turn_start + messages[turn_start..].iter().position(|m| m.role == Role::Assistant)?;
     messages[index].tool_calls().next().is_some().then_some(index)
 }

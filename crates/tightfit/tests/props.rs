@@ -32,9 +32,9 @@ use tightfit::units;
 
 /// Cases per property: enough to meet every part kind many times, few enough for a debug
 /// build to run the file in seconds. `PROPTEST_CASES=20000` runs a deeper search.
-const CASES: u32 = 256;
+pub const CASES: u32 = 256;
 
-fn config() -> Config {
+pub fn config() -> Config {
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(CASES);
     Config { cases, failure_persistence: None, ..Config::default() }
 }
@@ -890,7 +890,8 @@ fn anthropic_document() -> BoxedStrategy<Value> {
 }
 
 /// A document of either format, with the format it was generated in.
-fn any_document() -> BoxedStrategy<(Value, Format)> {
+/// Any generated document, with the format it is in.
+pub fn any_document() -> BoxedStrategy<(Value, Format)> {
     prop_oneof![
         openai_document().prop_map(|v| (v, Format::OpenAi)),
         anthropic_document().prop_map(|v| (v, Format::Anthropic)),

@@ -7,6 +7,7 @@ mod fit;
 mod models;
 mod props;
 mod roundtrip;
+mod step_props;
 mod units;
 mod validate;
 

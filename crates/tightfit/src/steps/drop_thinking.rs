@@ -51,12 +51,15 @@ fn is_thinking(part: &Part, redacted: bool) -> bool {
     }
 }
 
-/// The index of the first message of the current tool turn, if the history ends inside one:
-/// the message after the last user message that carries more than tool results.
+/// The index of the first message of the current tool turn, if the history ends inside one
+/// (its last message holds only tool results): the message after the last user message that
+/// carries the user's own words. The same rule as the validator's.
 pub(crate) fn current_turn_start(history: &History<'_>) -> Option<usize> {
     let messages = history.messages();
     let last = messages.last()?;
-    if !last.is_tool_result() {
+    let only_results = matches!(last.role, Role::Tool | Role::Function)
+        || (!last.parts.is_empty() && last.parts.iter().all(|p| matches!(p, Part::ToolResult(_))));
+    if !only_results {
         return None;
     }
     let is_user_words = |m: &crate::message::Message| {

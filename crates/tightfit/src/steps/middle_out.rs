@@ -21,7 +21,7 @@
 use super::keep_last::read_keep;
 use super::{ConfigError, Step, StepContext, StepError};
 use crate::config::{FromParams, Params};
-use crate::history::{History, Keep};
+use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Part, Role};
 use crate::plan::ChangeKind;
 use crate::text::{cut, KeepPart, Length};
@@ -218,6 +218,16 @@ impl Step for MiddleOut {
         if history.total_tokens() <= budget {
             return Ok(());
         }
+        // room for the placeholder, put in last (it is a user message: put in earlier, it
+        // would pass for the newest user turn)
+        let placeholder = |skipped: usize| {
+            self.placeholder
+                .as_ref()
+                .map(|t| Message::text(Role::User, t.replace("{skipped}", &skipped.to_string())))
+        };
+        let reserve = placeholder(history.len()).map_or(0, |m| history.counter().message_tokens(&m));
+        let budget = budget.saturating_sub(reserve);
+        let messages_before = history.len();
         let (protected, preferred) = self.reserved(history);
         let units = history.units().to_vec();
         let tokens: Vec<usize> = units.iter().map(|u| history.tokens_of(u.messages.clone())).collect();
@@ -237,7 +247,7 @@ impl Step for MiddleOut {
                 order.push(candidates[mid + d]);
             }
         }
-        let mut excess = history.total_tokens() - budget;
+        let mut excess = history.total_tokens().saturating_sub(budget);
         let mut drop = vec![false; units.len()];
         for &u in &order {
             if excess == 0 {
@@ -246,26 +256,33 @@ impl Step for MiddleOut {
             drop[u] = true;
             excess = excess.saturating_sub(tokens[u]);
         }
-        let skipped: usize = units.iter().zip(&drop).filter(|(_, d)| **d).map(|(u, _)| u.len()).sum();
-        // where the placeholder goes: the position of the first dropped unit among the kept
-        let gap = units.iter().zip(&drop).position(|(_, d)| *d).map(|first| {
-            units[..first].iter().zip(&drop).filter(|(_, d)| !**d).map(|(u, _)| u.len()).sum::<usize>()
-        });
-        if skipped > 0 {
+        // where the gap starts: the input index of the first message dropped
+        let gap = units.iter().zip(&drop).find(|(_, d)| **d).map(|(u, _)| history.origin(u.messages.start));
+        if drop.iter().any(|d| *d) {
             history.drop_units(&drop, "dropped from the middle to fit the budget");
-            if let (Some(text), Some(at)) = (&self.placeholder, gap) {
-                let note = Message::text(Role::User, text.replace("{skipped}", &skipped.to_string()));
-                history.insert(
-                    at,
-                    note,
-                    format!("placeholder for {skipped} messages dropped from the middle"),
-                );
-            }
         }
+        self.fit_what_is_left(history, budget);
+        let skipped = messages_before - history.len();
+        if let (Some(note), true) = (placeholder(skipped), skipped > 0) {
+            let at = match gap {
+                Some(Origin::Input(first)) => (0..history.len())
+                    .find(|&i| matches!(history.origin(i), Origin::Input(k) if k > first))
+                    .unwrap_or(history.len()),
+                _ => history.len(),
+            };
+            history.insert(at, note, format!("placeholder for {skipped} messages dropped from the middle"));
+        }
+        Ok(())
+    }
+}
+
+impl MiddleOut {
+    /// Still over after the middle went: cuts what is kept but not protected, then drops it,
+    /// oldest first; with `shorten_protected`, cuts protected texts last.
+    fn fit_what_is_left(&self, history: &mut History<'_>, budget: usize) {
         if history.total_tokens() <= budget {
-            return Ok(());
+            return;
         }
-        // still over: shorten what is kept but not protected, then drop it, oldest first
         let (protected, _) = self.reserved(history);
         let units = history.units().to_vec();
         let eligible: Vec<usize> = units
@@ -297,7 +314,6 @@ impl Step for MiddleOut {
             let all: Vec<usize> = (0..history.len()).collect();
             self.shorten_texts(history, &all, budget);
         }
-        Ok(())
     }
 }
 
