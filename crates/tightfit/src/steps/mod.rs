@@ -20,6 +20,7 @@ use crate::format::Format;
 use crate::history::History;
 
 mod drop_thinking;
+mod filter;
 mod keep_last;
 mod select;
 #[cfg(test)]
@@ -27,6 +28,7 @@ pub(crate) mod test_support;
 mod when;
 
 pub use drop_thinking::DropThinking;
+pub use filter::MessageFilter;
 pub use keep_last::KeepLast;
 pub use select::Measure;
 pub use when::{Condition, When};
