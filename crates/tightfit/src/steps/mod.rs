@@ -25,12 +25,14 @@ mod keep_last;
 mod select;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod truncate_tool_results;
 mod when;
 
 pub use drop_thinking::DropThinking;
 pub use filter::MessageFilter;
 pub use keep_last::KeepLast;
 pub use select::Measure;
+pub use truncate_tool_results::{TruncateToolResults, TRUNCATED_MARKER};
 pub use when::{Condition, When};
 
 /// Where a step runs: the budget and window of the call, and the provider's rules.
