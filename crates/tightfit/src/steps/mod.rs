@@ -19,6 +19,7 @@ use std::fmt;
 use crate::format::Format;
 use crate::history::History;
 
+mod content_name;
 mod drop_thinking;
 mod filter;
 mod keep_last;
@@ -29,6 +30,7 @@ mod truncate_text;
 mod truncate_tool_results;
 mod when;
 
+pub use content_name::{ContentName, NamePosition};
 pub use drop_thinking::DropThinking;
 pub use filter::MessageFilter;
 pub use keep_last::KeepLast;
