@@ -26,6 +26,7 @@ mod keep_last;
 mod select;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod token_budget;
 mod truncate_text;
 mod truncate_tool_results;
 mod when;
@@ -35,6 +36,7 @@ pub use drop_thinking::DropThinking;
 pub use filter::MessageFilter;
 pub use keep_last::KeepLast;
 pub use select::Measure;
+pub use token_budget::TokenBudget;
 pub use truncate_text::TruncateText;
 pub use truncate_tool_results::{TruncateToolResults, TRUNCATED_MARKER};
 pub use when::{Condition, When};
