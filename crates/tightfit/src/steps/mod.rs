@@ -20,9 +20,11 @@ use std::fmt;
 use crate::format::Format;
 use crate::history::History;
 
+mod content_name;
 mod drop_thinking;
 mod head_and_tail;
 mod keep_first;
+mod filter;
 mod keep_last;
 mod middle_out;
 mod select;
@@ -30,16 +32,24 @@ mod summarize;
 mod task_truncation;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod token_budget;
+mod truncate_text;
+mod truncate_tool_results;
 mod when;
 
+pub use content_name::{ContentName, NamePosition};
 pub use drop_thinking::DropThinking;
 pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
+pub use filter::MessageFilter;
 pub use keep_last::KeepLast;
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;
 pub use summarize::Summarize;
 pub use task_truncation::{TaskScope, TaskTruncation};
+pub use token_budget::TokenBudget;
+pub use truncate_text::TruncateText;
+pub use truncate_tool_results::{TruncateToolResults, TRUNCATED_MARKER};
 pub use when::{Condition, When};
 
 /// Where a step runs: the budget and window of the call, and the provider's rules.
