@@ -19,6 +19,7 @@ use std::fmt;
 use crate::format::Format;
 use crate::history::History;
 
+mod drop_binary;
 mod drop_thinking;
 mod keep_last;
 mod select;
@@ -26,6 +27,7 @@ mod select;
 pub(crate) mod test_support;
 mod when;
 
+pub use drop_binary::DropBinary;
 pub use drop_thinking::DropThinking;
 pub use keep_last::KeepLast;
 pub use select::Measure;
