@@ -21,6 +21,7 @@ use crate::history::History;
 
 mod drop_binary;
 mod drop_thinking;
+mod drop_tool_calls;
 mod keep_last;
 mod select;
 #[cfg(test)]
@@ -29,6 +30,7 @@ mod when;
 
 pub use drop_binary::DropBinary;
 pub use drop_thinking::DropThinking;
+pub use drop_tool_calls::DropToolCalls;
 pub use keep_last::KeepLast;
 pub use select::Measure;
 pub use when::{Condition, When};
