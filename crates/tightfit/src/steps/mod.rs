@@ -20,6 +20,7 @@ use crate::format::Format;
 use crate::history::History;
 
 mod drop_binary;
+mod drop_retry_prompts;
 mod drop_thinking;
 mod drop_tool_calls;
 mod keep_last;
@@ -29,6 +30,7 @@ pub(crate) mod test_support;
 mod when;
 
 pub use drop_binary::DropBinary;
+pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
 pub use drop_thinking::DropThinking;
 pub use drop_tool_calls::DropToolCalls;
 pub use keep_last::KeepLast;
