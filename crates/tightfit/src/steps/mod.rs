@@ -20,6 +20,7 @@ use crate::format::Format;
 use crate::history::History;
 
 mod drop_binary;
+mod drop_empty;
 mod drop_retry_prompts;
 mod drop_thinking;
 mod drop_tool_calls;
@@ -30,6 +31,7 @@ pub(crate) mod test_support;
 mod when;
 
 pub use drop_binary::DropBinary;
+pub use drop_empty::DropEmpty;
 pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
 pub use drop_thinking::DropThinking;
 pub use drop_tool_calls::DropToolCalls;
