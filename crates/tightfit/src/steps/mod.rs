@@ -19,6 +19,7 @@ use std::fmt;
 use crate::format::Format;
 use crate::history::History;
 
+mod clear_tool_results;
 mod drop_binary;
 mod drop_empty;
 mod drop_retry_prompts;
@@ -30,6 +31,7 @@ mod select;
 pub(crate) mod test_support;
 mod when;
 
+pub use clear_tool_results::ClearToolResults;
 pub use drop_binary::DropBinary;
 pub use drop_empty::DropEmpty;
 pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
