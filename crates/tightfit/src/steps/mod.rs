@@ -20,6 +20,7 @@ use crate::format::Format;
 use crate::history::History;
 
 mod clear_tool_results;
+mod dedupe;
 mod drop_binary;
 mod drop_empty;
 mod drop_retry_prompts;
@@ -32,6 +33,7 @@ pub(crate) mod test_support;
 mod when;
 
 pub use clear_tool_results::ClearToolResults;
+pub use dedupe::Dedupe;
 pub use drop_binary::DropBinary;
 pub use drop_empty::DropEmpty;
 pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
