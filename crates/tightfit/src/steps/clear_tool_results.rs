@@ -40,7 +40,8 @@ pub struct ClearToolResults {
     pub keep_units: Option<usize>,
     /// Tools whose results are never cleared. Defaults to none.
     pub exclude_tools: Vec<String>,
-    /// The text a cleared result holds. Defaults to [`CLEARED_RESULT`]. Must not be blank.
+    /// The text a cleared result holds. Defaults to
+    /// `[tool result cleared to save context]`. Must not be blank.
     pub placeholder: String,
     /// Only results bigger than this many tokens are cleared. Defaults to 0: any result
     /// bigger than the placeholder.

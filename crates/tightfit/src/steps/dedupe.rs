@@ -47,10 +47,10 @@ pub struct Dedupe {
     /// Only text results of at least this many tokens are replaced. Defaults to 32.
     pub min_tokens: usize,
     /// The reference that replaces a repeated result; `{id}` is the first one's call id.
-    /// Defaults to [`IDENTICAL_RESULT`].
+    /// Defaults to `[identical to the result of tool call {id} above]`.
     pub placeholder: String,
     /// The reference that replaces a repeated media part; `{kind}` and `{at}` are filled in.
-    /// Defaults to [`IDENTICAL_MEDIA`].
+    /// Defaults to `[{kind} identical to the one in {at} above]`.
     pub media_placeholder: String,
     /// What is never changed. Defaults to system messages and the newest user turn.
     pub keep: Keep,

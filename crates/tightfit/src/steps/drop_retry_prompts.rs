@@ -96,10 +96,11 @@ impl Eq for TextPattern {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropRetryPrompts {
     /// What a retry or validation-feedback prompt looks like (matched against a user turn's
-    /// text, and against tool results). Defaults to [`DEFAULT_RETRY_PATTERN`].
+    /// text, and against tool results). Defaults to pydantic-ai's prompts: text that starts
+    /// with `Validation feedback:` or ends with `Fix the errors and try again.`, in any case.
     pub pattern: TextPattern,
     /// What a failed tool result looks like (besides Anthropic's `is_error`). Defaults to
-    /// [`DEFAULT_ERROR_PATTERN`].
+    /// text that starts with `Error`, `Traceback` or `Exception`, in any case.
     pub error_pattern: TextPattern,
     /// Also remove the plain assistant reply a removed retry prompt answered. Defaults to true.
     pub drop_rejected_replies: bool,
