@@ -9,17 +9,35 @@
 //! | `swarms` | swarms' default: middle-out keeping system messages and the last 2 messages |
 
 use crate::pipeline::Pipeline;
-use crate::steps::{Condition, ConfigError, DropThinking, KeepLast, MiddleOut, Summarize};
+use crate::steps::{
+    ClearToolResults, Condition, ConfigError, Dedupe, DropEmpty, DropRetryPrompts, DropThinking, KeepLast,
+    MiddleOut, Summarize, TruncateText, TruncateToolResults,
+};
 
 /// The names [`by_name`] knows.
 pub const NAMES: &[&str] = &["middle-out", "minimal", "balanced", "summarizing", "swarms"];
 
 /// The default ladder of `fit`, lossless steps first, each rung run only while the history
-/// is still over budget.
+/// is still over budget: drop_empty → dedupe → drop_thinking (not the current tool turn) →
+/// clear_tool_results (all but the last 3) → truncate_tool_results (2,000 chars, head and
+/// tail, the newest result left whole) → middle_out. Cut lengths are fixed, not derived from
+/// the remaining budget, so a history fitted again next turn keeps the same prefix.
 pub fn ladder() -> Pipeline {
+    let over = || Condition::OverBudget;
     Pipeline::builder()
-        .when(Condition::OverBudget, DropThinking::default())
-        .when(Condition::OverBudget, MiddleOut::default())
+        .when(over(), DropEmpty::default())
+        .when(over(), Dedupe::default())
+        .when(over(), DropThinking::default())
+        .when(over(), ClearToolResults::default())
+        .when(
+            over(),
+            TruncateToolResults {
+                keep: crate::text::KeepPart::HeadAndTail,
+                keep_last: 1,
+                ..TruncateToolResults::chars(2000)
+            },
+        )
+        .when(over(), MiddleOut::default())
         .build()
         .expect("the ladder's configuration is valid")
 }
@@ -28,13 +46,20 @@ pub fn ladder() -> Pipeline {
 pub fn by_name(name: &str) -> Result<Pipeline, ConfigError> {
     let builder = match name {
         "middle-out" | "middle_out" | "default" => return Ok(ladder()),
-        "minimal" => Pipeline::builder().step(DropThinking::default()).step(KeepLast::pairs(5)),
-        "balanced" => Pipeline::builder().step(DropThinking::default()).step(KeepLast::pairs(15)),
-        "summarizing" => Pipeline::builder().step(DropThinking::default()).step(Summarize {
-            threshold: 20,
-            keep_recent: 8,
-            ..Summarize::default()
-        }),
+        "minimal" => Pipeline::builder()
+            .step(DropThinking::default())
+            .step(DropRetryPrompts::default())
+            .step(TruncateToolResults::chars(500))
+            .step(KeepLast::pairs(5)),
+        "balanced" => Pipeline::builder()
+            .step(DropThinking::default())
+            .step(TruncateToolResults::chars(2000))
+            .step(TruncateText::chars(5000))
+            .step(KeepLast::pairs(15)),
+        "summarizing" => Pipeline::builder()
+            .step(DropThinking::default())
+            .step(TruncateToolResults::chars(1000))
+            .step(Summarize { threshold: 20, keep_recent: 8, ..Summarize::default() }),
         "swarms" => Pipeline::builder().step(MiddleOut { keep_first: 0, ..MiddleOut::default() }),
         other => {
             return Err(ConfigError::new(

@@ -313,3 +313,68 @@ fn the_same_pipeline_loads_from_yaml_toml_and_json() {
         assert_eq!(run(&pipeline), expected, "{syntax:?}");
     }
 }
+
+/// The YAML example of llmling's compaction documentation, as the seed document gives it.
+const LLMLING_EXAMPLE: &str = "compaction:
+  steps:
+    - type: filter_thinking
+    - type: truncate_tool_outputs
+      max_length: 1000
+    - type: keep_last
+      count: 10
+    - type: summarize
+      model: openai:gpt-4o-mini
+      threshold: 20
+";
+
+#[test]
+fn llmlings_yaml_example_loads_and_runs_without_its_summarize_step() {
+    let pipeline = config::from_str(LLMLING_EXAMPLE, Syntax::Yaml).unwrap();
+    let names: Vec<&str> = pipeline.steps().map(|s| s.name()).collect();
+    assert_eq!(names, ["drop_thinking", "truncate_tool_results", "keep_last", "summarize"]);
+    let file = crate::shared("data/agent_mini_swe_deepseek_reasoner.jsonl");
+    let long = lines(&file).into_iter().max_by_key(|l| l.len()).unwrap();
+    let conversation = parse_str(&long, FormatHint::Auto).unwrap();
+    let cx = tightfit::steps::StepContext { budget: None, window: None, provider: Format::OpenAi };
+    // with summarize: no summarizer is configured, and the error says so
+    let err = tightfit::fit::transform(&conversation, &counter(), &pipeline, cx).unwrap_err().to_string();
+    assert!(err.starts_with("summarize: no summarizer is configured"), "{err}");
+    // without it, it runs: thinking gone, tool outputs at most 1,000 chars, last 10 pairs
+    let without = LLMLING_EXAMPLE.split("    - type: summarize").next().unwrap();
+    let pipeline = config::from_str(without, Syntax::Yaml).unwrap();
+    let out = tightfit::fit::transform(&conversation, &counter(), &pipeline, cx).unwrap();
+    assert!(out.report.was_compressed);
+    let messages = out.into_messages();
+    // thinking is gone but for the current tool turn's (after the task message)
+    let thinking = |m: &Message| m.parts.iter().any(|p| matches!(p, tightfit::Part::Thinking(_)));
+    let turn = messages.iter().rposition(|m| m.role == tightfit::Role::User).unwrap();
+    assert!(!messages[..turn].iter().any(thinking));
+    assert!(
+        conversation.messages.iter().filter(|m| thinking(m)).count()
+            > messages.iter().filter(|m| thinking(m)).count()
+    );
+    assert!(messages.iter().filter(|m| m.role == tightfit::Role::Tool).all(|m| m
+        .text_content()
+        .chars()
+        .count()
+        <= 1000));
+    assert!(messages.iter().filter(|m| m.role == tightfit::Role::Assistant).count() <= 10);
+    assert_eq!(validate(&messages, Format::OpenAi), vec![]);
+}
+
+#[test]
+fn every_step_name_and_alias_loads() {
+    for (name, aliases) in config::STEP_NAMES {
+        for n in std::iter::once(name).chain(aliases.iter()) {
+            let text = if *name == "when" {
+                format!("steps:\n  - type: {n}\n    threshold: 3\n    step: {{type: keep_last}}\n")
+            } else {
+                format!("steps:\n  - type: {n}\n")
+            };
+            config::from_str(&text, Syntax::Yaml).unwrap_or_else(|e| panic!("{n}: {e}"));
+        }
+    }
+    for preset in tightfit::presets::NAMES {
+        tightfit::presets::by_name(preset).unwrap();
+    }
+}

@@ -14,7 +14,7 @@
 use proptest::prelude::*;
 use serde_json::Value;
 use tightfit::fit::{transform, FitError, Fitter, Target};
-use tightfit::format::{self, Conversation, Format, FormatHint};
+use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::message::{Message, Role};
 use tightfit::pipeline::Pipeline;
 use tightfit::steps::*;
@@ -30,30 +30,50 @@ fn counter() -> ChatCounter {
 
 /// Every step of the catalogue, in the configurations that matter, each as a one-step
 /// pipeline. Budget-driven steps take the budget of the run.
+fn one(step: impl Step + 'static) -> Pipeline {
+    Pipeline::builder().step(step).build().expect("valid step")
+}
+
 fn catalogue() -> Vec<(&'static str, Pipeline)> {
     // names ending in `!` turn protection off
-    let one = |step: Box<dyn Step>| Pipeline::builder().boxed(step).build().expect("valid step");
     vec![
-        ("drop_thinking", one(Box::new(DropThinking::default()))),
+        ("drop_thinking", one(DropThinking::default())),
+        ("drop_thinking all", one(DropThinking { keep_current_turn: false, ..DropThinking::default() })),
+        ("drop_binary", one(DropBinary::default())),
+        ("drop_binary placeholders", one(DropBinary::with_placeholders())),
+        ("drop_retry_prompts", one(DropRetryPrompts::default())),
         (
-            "drop_thinking all",
-            one(Box::new(DropThinking { keep_current_turn: false, ..DropThinking::default() })),
+            "drop_tool_calls",
+            one(DropToolCalls { exclude_tools: vec!["a".into()], ..DropToolCalls::default() }),
         ),
-        ("keep_last messages", one(Box::new(KeepLast::messages(3)))),
-        ("keep_last pairs", one(Box::new(KeepLast::pairs(1)))),
-        ("keep_last units", one(Box::new(KeepLast::units(2)))),
-        ("keep_last first", one(Box::new(KeepLast { keep_first_message: true, ..KeepLast::messages(2) }))),
-        ("keep_first", one(Box::new(KeepFirst::default()))),
-        ("head_and_tail", one(Box::new(HeadAndTail::default()))),
-        ("head_and_tail autogen!", one(Box::new(HeadAndTail::autogen(2, 2)))),
-        ("task_truncation", one(Box::new(TaskTruncation::default()))),
-        ("middle_out", one(Box::new(MiddleOut::default()))),
+        ("drop_empty", one(DropEmpty::default())),
+        ("clear_tool_results", one(ClearToolResults::keeping(1))),
+        ("dedupe", one(Dedupe { min_tokens: 1, ..Dedupe::default() })),
+        ("truncate_tool_results", one(TruncateToolResults::chars(20))),
+        (
+            "truncate_tool_results tokens",
+            one(TruncateToolResults {
+                keep: tightfit::text::KeepPart::HeadAndTail,
+                ..TruncateToolResults::tokens(8)
+            }),
+        ),
+        ("truncate_text", one(TruncateText::chars(20))),
+        ("truncate_text tokens", one(TruncateText::tokens(5))),
+        ("content_name", one(ContentName::default())),
+        ("token_budget", one(TokenBudget::call_budget())),
+        ("token_budget partial", one(TokenBudget { allow_partial: true, ..TokenBudget::call_budget() })),
+        ("keep_last messages", one(KeepLast::messages(3))),
+        ("keep_last pairs", one(KeepLast::pairs(1))),
+        ("keep_last units", one(KeepLast::units(2))),
+        ("keep_last first", one(KeepLast { keep_first_message: true, ..KeepLast::messages(2) })),
+        ("keep_first", one(KeepFirst::default())),
+        ("head_and_tail", one(HeadAndTail::default())),
+        ("head_and_tail autogen!", one(HeadAndTail::autogen(2, 2))),
+        ("task_truncation", one(TaskTruncation::default())),
+        ("middle_out", one(MiddleOut::default())),
         (
             "middle_out placeholder",
-            one(Box::new(MiddleOut {
-                placeholder: Some("[{skipped} omitted]".into()),
-                ..MiddleOut::default()
-            })),
+            one(MiddleOut { placeholder: Some("[{skipped} omitted]".into()), ..MiddleOut::default() }),
         ),
         ("ladder", tightfit::presets::ladder()),
     ]
@@ -66,12 +86,26 @@ fn repairable(conversation: &Conversation) -> bool {
     !matches!(transform(conversation, &counter(), &nothing, cx), Err(FitError::Invalid { .. }))
 }
 
+/// A message's non-blank text parts, joined as `text_content` joins them (a step may drop
+/// blank parts).
+fn words(message: &Message) -> String {
+    message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            tightfit::Part::Text(t) if !t.text.trim().is_empty() => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The texts a step must keep: system messages at the head and the newest user turn's words.
 fn protected_texts(messages: &[Message]) -> Vec<String> {
     let mut texts: Vec<String> = messages
         .iter()
         .take_while(|m| m.role.is_instruction())
-        .map(Message::text_content)
+        .map(words)
         .filter(|t| !t.trim().is_empty())
         .collect();
     // the newest user turn: the last user message that is not only tool results
@@ -79,7 +113,7 @@ fn protected_texts(messages: &[Message]) -> Vec<String> {
         .iter()
         .rev()
         .find(|m| m.role == Role::User && !(m.is_tool_result() && m.text_content().trim().is_empty()));
-    if let Some(text) = newest.map(Message::text_content).filter(|t| !t.trim().is_empty()) {
+    if let Some(text) = newest.map(words).filter(|t| !t.trim().is_empty()) {
         texts.push(text);
     }
     texts

@@ -123,7 +123,7 @@ pub fn from_value(value: Value) -> Result<Pipeline, ConfigError> {
     }
 }
 
-/// Builds one step from its map: `type` (alias `step`), an optional `when` guard, and the
+/// Builds one step from its map: `type`, an optional `when` guard, and the
 /// step's own keys.
 pub fn step_from_value(value: Value) -> Result<Box<dyn Step>, ConfigError> {
     let Value::Object(map) = value else {
@@ -131,7 +131,7 @@ pub fn step_from_value(value: Value) -> Result<Box<dyn Step>, ConfigError> {
     };
     let mut params = Params::new(map);
     let name = params
-        .string(&["type", "step"])?
+        .string(&["type"])?
         .ok_or_else(|| ConfigError::new("type", "missing: every step needs a `type`"))?;
     let guard = match params.value(&["when"]) {
         Some(v) => Some(condition(v).map_err(|e| e.within("when"))?),
@@ -154,6 +154,16 @@ fn from<S: FromParams + Step + 'static>(p: &mut Params) -> Result<Box<dyn Step>,
 /// The step names configuration accepts: ours first, then the peers' aliases.
 pub const STEP_NAMES: &[(&str, &[&str])] = &[
     ("drop_thinking", &["filter_thinking"]),
+    ("drop_binary", &["filter_binary", "filter_binary_content"]),
+    ("drop_retry_prompts", &["filter_retry_prompts"]),
+    ("drop_tool_calls", &["filter_tools", "filter_tool_calls"]),
+    ("drop_empty", &["filter_empty", "filter_empty_messages"]),
+    ("clear_tool_results", &["clear_tool_uses"]),
+    ("dedupe", &["deduplicate"]),
+    ("truncate_tool_results", &["truncate_tool_outputs"]),
+    ("truncate_text", &["truncate_text_parts"]),
+    ("token_budget", &["token_limited", "message_token_limiter"]),
+    ("content_name", &["text_message_content_name"]),
     ("keep_last", &["keep_last_messages", "buffered"]),
     ("keep_first", &["keep_first_messages"]),
     ("head_and_tail", &["keep_first_last", "keep_first_and_last", "head_tail"]),
@@ -182,6 +192,16 @@ fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
     };
     match canonical {
         "drop_thinking" => from::<DropThinking>(p),
+        "drop_binary" => from::<DropBinary>(p),
+        "drop_retry_prompts" => from::<DropRetryPrompts>(p),
+        "drop_tool_calls" => from::<DropToolCalls>(p),
+        "drop_empty" => from::<DropEmpty>(p),
+        "clear_tool_results" => from::<ClearToolResults>(p),
+        "dedupe" => from::<Dedupe>(p),
+        "truncate_tool_results" => from::<TruncateToolResults>(p),
+        "truncate_text" => from::<TruncateText>(p),
+        "token_budget" => from::<TokenBudget>(p),
+        "content_name" => from::<ContentName>(p),
         "keep_last" => from::<KeepLast>(p),
         "keep_first" => from::<KeepFirst>(p),
         "head_and_tail" => from::<HeadAndTail>(p),

@@ -1,0 +1,138 @@
+//! Fitting benchmarks on the real transcripts of `../shared/data`, with the default ladder.
+//!
+//! - `extreme/*`: each `extreme_long.jsonl` history (251k–1M tokens) fitted to 32k and 128k:
+//!   `cold` parses the JSON, counts every message and fits; `warm` fits with the counts of an
+//!   earlier call cached (the agent-loop case). The cold run is the reference of the warm one.
+//! - `scaling/*`: histories of 1k, 10k and 100k messages (real tau-bench turns repeated, call
+//!   ids made unique) fitted to 32k, cold: the cost should grow linearly.
+//! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
+//!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
+//!
+//! Run: `cargo bench -p tightfit --bench fit`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use serde_json::Value;
+use tightfit::fit::{Fitter, Target};
+use tightfit::format::{self, Conversation, FormatHint};
+use tightfit::tokens::{ChatCounter, OpenAiEncoding};
+
+fn shared(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
+}
+
+fn extreme_lines() -> Vec<(String, String)> {
+    std::fs::read_to_string(shared("data/extreme_long.jsonl"))
+        .expect("the shared corpus beside the repository")
+        .lines()
+        .map(|line| {
+            let id = serde_json::from_str::<Value>(line).unwrap()["id"].as_str().unwrap().to_string();
+            (id, line.to_string())
+        })
+        .collect()
+}
+
+fn target(budget: usize) -> Target {
+    Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase))
+}
+
+fn extreme(c: &mut Criterion) {
+    let mut group = c.benchmark_group("extreme");
+    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    for (id, line) in extreme_lines() {
+        let short = id.rsplit('/').next().unwrap_or(&id).to_string();
+        let name = format!("{}-{}", id.split('/').next().unwrap_or("x"), short);
+        for (label, budget) in [("32k", 32_768), ("128k", 131_072)] {
+            let target = target(budget);
+            group.bench_function(format!("{name}/{label}/cold"), |b| {
+                b.iter(|| {
+                    let conversation = format::parse_str(&line, FormatHint::Auto).unwrap();
+                    Fitter::new().fit(&conversation, &target, None).unwrap().report.compressed_token_count
+                })
+            });
+            let conversation = format::parse_str(&line, FormatHint::Auto).unwrap();
+            let mut fitter = Fitter::new();
+            fitter.fit(&conversation, &target, None).unwrap();
+            group.bench_function(format!("{name}/{label}/warm"), |b| {
+                b.iter(|| fitter.fit(&conversation, &target, None).unwrap().report.compressed_token_count)
+            });
+        }
+    }
+    group.finish();
+}
+
+/// A history of `n` messages: the tau-bench concatenation repeated, call ids suffixed per copy.
+fn repeated(n: usize) -> Conversation {
+    let line = extreme_lines().into_iter().find(|(id, _)| id.contains("tau-bench")).unwrap().1;
+    let record: Value = serde_json::from_str(&line).unwrap();
+    let source = record["messages"].as_array().unwrap();
+    let mut messages = Vec::with_capacity(n);
+    let mut copy = 0;
+    while messages.len() < n {
+        for m in source.iter().skip(usize::from(copy > 0)) {
+            if messages.len() == n {
+                break;
+            }
+            let mut m = m.clone();
+            if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
+                m["tool_call_id"] = Value::from(format!("{id}_c{copy}"));
+            }
+            if let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                for call in calls {
+                    let id = call["id"].as_str().unwrap().to_string();
+                    call["id"] = Value::from(format!("{id}_c{copy}"));
+                }
+            }
+            messages.push(m);
+        }
+        copy += 1;
+    }
+    // end on a whole step: drop trailing messages that leave calls unanswered
+    format::parse_value(Value::Array(messages), FormatHint::Auto).unwrap()
+}
+
+fn scaling(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scaling");
+    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    let target = target(32_768);
+    for n in [1_000, 10_000, 100_000] {
+        let conversation = repeated(n);
+        group.bench_function(format!("{n}_messages/cold"), |b| {
+            b.iter(|| Fitter::new().fit(&conversation, &target, None).unwrap().report.compressed_token_count)
+        });
+    }
+    group.finish();
+}
+
+fn agent_loop(c: &mut Criterion) {
+    let mut group = c.benchmark_group("agent_loop");
+    group.sample_size(10).measurement_time(Duration::from_secs(6));
+    let full = repeated(3_000);
+    let start = full.messages.len() - 500;
+    let target = target(32_768);
+    let turns = |fresh: bool| {
+        let mut fitter = Fitter::new();
+        let mut total = 0;
+        for end in start..full.messages.len() {
+            let conversation = Conversation { messages: full.messages[..end].to_vec(), ..full.clone() };
+            if fresh {
+                fitter = Fitter::new();
+            }
+            // a turn that stops between a call and its result is repaired, then fitted
+            total += fitter.fit(&conversation, &target, None).map_or(0, |f| f.report.compressed_token_count);
+        }
+        total
+    };
+    group.bench_function("500_turns/one_fitter", |b| {
+        b.iter_batched(|| (), |()| turns(false), BatchSize::PerIteration)
+    });
+    group.bench_function("500_turns/fresh_fitter_each_turn", |b| {
+        b.iter_batched(|| (), |()| turns(true), BatchSize::PerIteration)
+    });
+    group.finish();
+}
+
+criterion_group!(benches, extreme, scaling, agent_loop);
+criterion_main!(benches);

@@ -1,0 +1,417 @@
+//! `clear_tool_results`: replace the content of old tool results by a short placeholder,
+//! keeping the calls (Anthropic context editing's `clear_tool_uses`, LangChain's context
+//! editing).
+//!
+//! In an agent loop old tool outputs (files read, pages fetched, search hits) are most of the
+//! context and rarely read again; the calls themselves say what was done. So every result but
+//! the `keep` most recent ones (and those inside the last `keep_units` units, and those of
+//! `exclude_tools`) has its content replaced by `placeholder`; with `clear_inputs` the call's
+//! arguments become `{}` too.
+//!
+//! Each OpenAI `tool` (or legacy `function`) message is one result, and so is each Anthropic
+//! `tool_result` block. A result is only cleared when it is bigger than `min_tokens` and than
+//! the placeholder itself (a placeholder never makes a result grow); a media part counts as
+//! bigger than any threshold. The placeholder is fixed text, the same whatever the budget,
+//! so the cleared prefix of a conversation stays byte-identical from one request to the next
+//! and prompt caches keep hitting. Validity: every call keeps a result, and nothing moves.
+//! Cost: O(messages + calls), plus counting the text of results when `min_tokens` or the
+//! placeholder's size must be compared (stopping at the threshold).
+
+use std::collections::HashMap;
+
+use super::drop_tool_calls::{results_of, CallKey, ResultAt};
+use super::{ConfigError, Step, StepContext, StepError};
+use crate::config::{FromParams, Params};
+use crate::history::History;
+use crate::message::{Arguments, CallStyle, ContentForm, Part, TextPart};
+use crate::plan::ChangeKind;
+use crate::tokens::TokenCounter;
+use crate::units::UnitKind;
+
+/// The default placeholder.
+pub const CLEARED_RESULT: &str = "[tool result cleared to save context]";
+
+/// Replaces old tool results by a placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClearToolResults {
+    /// How many of the most recent results stay. Defaults to 3 (Anthropic's default).
+    pub keep: usize,
+    /// When set, results inside the last N units also stay. Defaults to unset.
+    pub keep_units: Option<usize>,
+    /// Tools whose results are never cleared. Defaults to none.
+    pub exclude_tools: Vec<String>,
+    /// The text a cleared result holds. Defaults to
+    /// `[tool result cleared to save context]`. Must not be blank.
+    pub placeholder: String,
+    /// Only results bigger than this many tokens are cleared. Defaults to 0: any result
+    /// bigger than the placeholder.
+    pub min_tokens: usize,
+    /// Also replace the arguments of a cleared result's call by `{}`. Defaults to false.
+    pub clear_inputs: bool,
+}
+
+impl Default for ClearToolResults {
+    fn default() -> ClearToolResults {
+        ClearToolResults {
+            keep: 3,
+            keep_units: None,
+            exclude_tools: Vec::new(),
+            placeholder: CLEARED_RESULT.to_string(),
+            min_tokens: 0,
+            clear_inputs: false,
+        }
+    }
+}
+
+impl ClearToolResults {
+    /// Clears every result but the `keep` most recent ones.
+    pub fn keeping(keep: usize) -> ClearToolResults {
+        ClearToolResults { keep, ..ClearToolResults::default() }
+    }
+}
+
+impl FromParams for ClearToolResults {
+    /// Keys: `keep` (alias `keep_last`), `keep_units`, `exclude_tools` (alias `exclude`),
+    /// `placeholder`, `min_tokens`, `clear_inputs` (alias `clear_tool_inputs`).
+    fn from_params(p: &mut Params) -> Result<ClearToolResults, ConfigError> {
+        let mut step = ClearToolResults::default();
+        if let Some(keep) = p.usize(&["keep", "keep_last"])? {
+            step.keep = keep;
+        }
+        if let Some(units) = p.usize(&["keep_units"])? {
+            step.keep_units = Some(units);
+        }
+        if let Some(tools) = p.strings(&["exclude_tools", "exclude"])? {
+            step.exclude_tools = tools;
+        }
+        if let Some(placeholder) = p.string(&["placeholder"])? {
+            step.placeholder = placeholder;
+        }
+        if let Some(min) = p.usize(&["min_tokens"])? {
+            step.min_tokens = min;
+        }
+        if let Some(clear) = p.bool(&["clear_inputs", "clear_tool_inputs"])? {
+            step.clear_inputs = clear;
+        }
+        Ok(step)
+    }
+}
+
+/// One tool result of the history.
+#[derive(Debug, Clone)]
+struct ResultSite {
+    at: ResultAt,
+    unit: usize,
+    /// The call it answers: the tool's name, and where the call is (message, part).
+    call: Option<(String, usize, usize)>,
+    key: CallKey,
+}
+
+impl Step for ClearToolResults {
+    fn name(&self) -> &'static str {
+        "clear_tool_results"
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.placeholder.trim().is_empty() {
+            return Err(ConfigError::new("placeholder", "must not be blank"));
+        }
+        Ok(())
+    }
+
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+        let sites = result_sites(history);
+        let units = history.units().len();
+        let first_kept_unit = self.keep_units.map_or(units, |n| units.saturating_sub(n));
+        let counter = history.counter().text_counter();
+        let threshold = self.min_tokens.max(counter.count(&self.placeholder));
+        let old = sites.len().saturating_sub(self.keep);
+        let clear: Vec<&ResultSite> = sites[..old]
+            .iter()
+            .filter(|s| s.unit < first_kept_unit)
+            .filter(|s| !s.call.as_ref().is_some_and(|(name, _, _)| self.exclude_tools.contains(name)))
+            .filter(|s| result_parts(history, s.at).is_some_and(|parts| exceeds(parts, threshold, counter)))
+            .collect();
+        self.clear(history, &clear);
+        Ok(())
+    }
+}
+
+impl ClearToolResults {
+    fn clear(&self, history: &mut History<'_>, clear: &[&ResultSite]) {
+        // one edit per message, for one line of the report each
+        let mut i = 0;
+        while i < clear.len() {
+            let message = clear[i].at.message();
+            let same: Vec<&ResultSite> =
+                clear[i..].iter().take_while(|s| s.at.message() == message).copied().collect();
+            i += same.len();
+            let ids: Vec<&str> = same.iter().map(|s| s.key.as_str()).collect();
+            let detail = format!("cleared the result(s) of tool call(s) {ids:?}");
+            let placeholder = &self.placeholder;
+            history.edit(message, ChangeKind::Replaced, detail, |m| {
+                for site in &same {
+                    match site.at {
+                        ResultAt::Message(_) => {
+                            m.parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
+                            m.content_form = ContentForm::Text;
+                        }
+                        ResultAt::Block(_, p) => {
+                            if let Some(Part::ToolResult(r)) = m.parts.get_mut(p) {
+                                r.parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
+                                r.content_form = ContentForm::Text;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        if self.clear_inputs {
+            clear_inputs(history, clear);
+        }
+    }
+}
+
+/// Replaces the arguments of the calls of `cleared` by `{}` (an empty input for a free-form
+/// custom tool), one edit per assistant message.
+fn clear_inputs(history: &mut History<'_>, cleared: &[&ResultSite]) {
+    let mut calls: Vec<(usize, usize, &str)> = cleared
+        .iter()
+        .filter_map(|s| s.call.as_ref().map(|(_, message, part)| (*message, *part, s.key.as_str())))
+        .filter(|(message, part, _)| match &history.message(*message).parts[*part] {
+            Part::ToolCall(c) => c.arguments != empty_arguments(c.style),
+            _ => false,
+        })
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    let mut i = 0;
+    while i < calls.len() {
+        let message = calls[i].0;
+        let same: Vec<(usize, usize, &str)> =
+            calls[i..].iter().take_while(|c| c.0 == message).copied().collect();
+        i += same.len();
+        let ids: Vec<&str> = same.iter().map(|c| c.2).collect();
+        history.edit(
+            message,
+            ChangeKind::Replaced,
+            format!("cleared the input of tool call(s) {ids:?}"),
+            |m| {
+                for (_, part, _) in &same {
+                    if let Some(Part::ToolCall(c)) = m.parts.get_mut(*part) {
+                        c.arguments = empty_arguments(c.style);
+                    }
+                }
+            },
+        );
+    }
+}
+
+fn empty_arguments(style: CallStyle) -> Arguments {
+    match style {
+        CallStyle::AnthropicToolUse => Arguments::Json(serde_json::Value::Object(Default::default())),
+        CallStyle::OpenAiCustom => Arguments::Text(String::new()),
+        _ => Arguments::Text("{}".to_string()),
+    }
+}
+
+/// Every tool result in message order, with the call it answers where there is one.
+fn result_sites(history: &History<'_>) -> Vec<ResultSite> {
+    let mut sites = Vec::new();
+    for (u, unit) in history.units().iter().enumerate() {
+        // the calls of the step, by the key results name them with
+        let mut calls: HashMap<CallKey, (String, usize, usize)> = HashMap::new();
+        if unit.kind == UnitKind::AssistantStep {
+            let start = unit.messages.start;
+            for (p, part) in history.message(start).parts.iter().enumerate() {
+                if let Part::ToolCall(c) = part {
+                    let key = match &c.id {
+                        Some(id) => CallKey::Id(id.clone()),
+                        None => CallKey::Legacy(c.name.clone()),
+                    };
+                    calls.entry(key).or_insert((c.name.clone(), start, p));
+                }
+            }
+        }
+        for i in unit.messages.clone() {
+            for (key, at) in results_of(history.message(i), i) {
+                let call = calls.get(&key).cloned();
+                sites.push(ResultSite { at, unit: u, call, key });
+            }
+        }
+    }
+    sites
+}
+
+/// The content of the result at `at`.
+fn result_parts<'h>(history: &'h History<'_>, at: ResultAt) -> Option<&'h [Part]> {
+    match at {
+        ResultAt::Message(i) => Some(&history.message(i).parts),
+        ResultAt::Block(i, p) => match &history.message(i).parts[p] {
+            Part::ToolResult(r) => Some(&r.parts),
+            _ => None,
+        },
+    }
+}
+
+/// Whether `parts` hold more than `threshold` tokens: their text counted (stopping at the
+/// threshold), any other part counting as more.
+fn exceeds(parts: &[Part], threshold: usize, counter: &dyn TokenCounter) -> bool {
+    let mut left = threshold;
+    for part in parts {
+        match part {
+            Part::Text(t) => match counter.count_till_limit(&t.text, left) {
+                Some(n) => left -= n,
+                None => return true,
+            },
+            _ => return true,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+    use crate::message::Message;
+    use crate::steps::drop_tool_calls::tests::anthropic_cx;
+    use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
+    use crate::validate::validate;
+
+    fn long(word: &str) -> String {
+        format!("{word} ").repeat(40)
+    }
+
+    /// user, then `n` steps each calling `read` (id r0, r1, ...) with a long result, then
+    /// a user turn.
+    fn loop_history(n: usize) -> Vec<Message> {
+        let mut messages = vec![r#"{"role": "user", "content": "go"}"#.to_string()];
+        for i in 0..n {
+            messages.push(format!(
+                r#"{{"role": "assistant", "content": null, "tool_calls": [
+                    {{"id": "r{i}", "type": "function", "function": {{"name": "{}", "arguments": "{{\"path\": \"f{i}\"}}"}}}}]}}"#,
+                if i == 0 { "memory" } else { "read" }
+            ));
+            messages.push(format!(
+                r#"{{"role": "tool", "tool_call_id": "r{i}", "content": "{}"}}"#,
+                long(&format!("file{i}"))
+            ));
+        }
+        messages.push(r#"{"role": "user", "content": "next"}"#.to_string());
+        openai(&format!("[{}]", messages.join(",")))
+    }
+
+    fn tool_texts(out: &[Message]) -> Vec<String> {
+        out.iter().filter(|m| m.tool_call_id.is_some()).map(|m| m.text_content()).collect()
+    }
+
+    #[test]
+    fn clears_all_but_the_most_recent_results() {
+        let input = loop_history(5);
+        let out = run(&ClearToolResults::keeping(2), &input);
+        let results = tool_texts(&out);
+        assert_eq!(results[..3], [CLEARED_RESULT, CLEARED_RESULT, CLEARED_RESULT]);
+        assert_eq!(results[3..], [long("file3"), long("file4")]);
+        // the calls are kept as they were
+        assert_eq!(out[1], input[1]);
+        assert_valid(&out);
+        // running again changes nothing, whatever the budget
+        let again = run(&ClearToolResults::keeping(2), &out);
+        assert_eq!(again, out);
+        let cx = StepContext { budget: Some(10), window: None, provider: Format::OpenAi };
+        assert_eq!(run_in(&ClearToolResults::keeping(2), &input, cx), out);
+    }
+
+    #[test]
+    fn exclusions_units_and_sizes_keep_results() {
+        let input = loop_history(5);
+        let step = ClearToolResults { exclude_tools: vec!["memory".into()], ..ClearToolResults::keeping(0) };
+        let results = tool_texts(&run(&step, &input));
+        assert_eq!(results[0], long("file0"));
+        assert!(results[1..].iter().all(|r| r == CLEARED_RESULT));
+        // the last 3 units are the steps of r3 and r4 (each with its result) and the user turn
+        let step = ClearToolResults { keep_units: Some(3), ..ClearToolResults::keeping(0) };
+        let results = tool_texts(&run(&step, &input));
+        assert_eq!(results[2..], [CLEARED_RESULT.to_string(), long("file3"), long("file4")]);
+        // no result is bigger than 1000 tokens
+        let step = ClearToolResults { min_tokens: 1000, ..ClearToolResults::keeping(0) };
+        assert_eq!(run(&step, &input), input);
+        // a result smaller than the placeholder is left alone
+        let small = openai(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "ok"}]"#,
+        );
+        assert_eq!(run(&ClearToolResults::keeping(0), &small), small);
+    }
+
+    #[test]
+    fn clears_inputs_when_asked() {
+        let input = loop_history(3);
+        let step = ClearToolResults { clear_inputs: true, ..ClearToolResults::keeping(1) };
+        let out = run(&step, &input);
+        let args: Vec<String> =
+            out.iter().flat_map(|m| m.tool_calls()).map(|c| c.arguments.to_json_string()).collect();
+        assert_eq!(args, vec!["{}", "{}", r#"{"path": "f2"}"#]);
+        assert_valid(&out);
+    }
+
+    #[test]
+    fn each_anthropic_block_is_a_result() {
+        let big = long("page");
+        let input = anthropic(&format!(
+            r#"[{{"role": "user", "content": "go"}},
+                {{"role": "assistant", "content": [
+                    {{"type": "tool_use", "id": "a", "name": "fetch", "input": {{"url": "x"}}}},
+                    {{"type": "tool_use", "id": "b", "name": "fetch", "input": {{"url": "y"}}}}]}},
+                {{"role": "user", "content": [
+                    {{"type": "tool_result", "tool_use_id": "a", "content": "{big}", "cache_control": {{"type": "ephemeral"}}}},
+                    {{"type": "tool_result", "tool_use_id": "b", "content": [{{"type": "text", "text": "{big}"}}], "is_error": false}}]}},
+                {{"role": "assistant", "content": [{{"type": "tool_use", "id": "c", "name": "fetch", "input": {{}}}}]}},
+                {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "c", "content": "{big}"}}]}}]"#
+        ));
+        let step = ClearToolResults { clear_inputs: true, ..ClearToolResults::keeping(1) };
+        let out = run_in(&step, &input, anthropic_cx());
+        assert_eq!(validate(&out, Format::Anthropic), vec![]);
+        for (p, part) in out[2].parts.iter().enumerate() {
+            let Part::ToolResult(r) = part else { panic!("a result") };
+            assert_eq!(r.parts, vec![Part::Text(TextPart::new(CLEARED_RESULT))], "block {p}");
+            assert_eq!(r.content_form, ContentForm::Text);
+        }
+        let Part::ToolResult(first) = &out[2].parts[0] else { panic!("a result") };
+        assert!(first.extra.contains_key("cache_control"), "other fields stay");
+        let Part::ToolResult(last) = &out[4].parts[0] else { panic!("a result") };
+        assert_eq!(last.parts, vec![Part::Text(TextPart::new(big.as_str()))]);
+        let inputs: Vec<String> = out[1].tool_calls().map(|c| c.arguments.to_json_string()).collect();
+        assert_eq!(inputs, vec!["{}", "{}"]);
+        assert_eq!(texts(&out).len(), input.len());
+    }
+
+    #[test]
+    fn a_blank_placeholder_is_refused() {
+        let step = ClearToolResults { placeholder: " ".into(), ..ClearToolResults::default() };
+        assert_eq!(step.check().unwrap_err().key, "placeholder");
+    }
+
+    #[test]
+    fn reads_its_keys() {
+        let map = serde_json::json!({"keep_last": 1, "keep_units": 4, "exclude": ["memory"],
+            "placeholder": "[gone]", "min_tokens": 50, "clear_tool_inputs": true});
+        let mut p = Params::new(map.as_object().unwrap().clone());
+        let step = ClearToolResults::from_params(&mut p).unwrap();
+        p.finish().unwrap();
+        assert_eq!(
+            step,
+            ClearToolResults {
+                keep: 1,
+                keep_units: Some(4),
+                exclude_tools: vec!["memory".into()],
+                placeholder: "[gone]".into(),
+                min_tokens: 50,
+                clear_inputs: true,
+            }
+        );
+    }
+}

@@ -1,0 +1,480 @@
+//! `drop_tool_calls`: remove the calls of named tools together with their results (llmling
+//! `FilterToolCalls`).
+//!
+//! Some tools matter only for the moment they run (a debugger, a clock, a one-time lookup);
+//! their calls and results can go once answered. Tools are named by an exclude list, or by
+//! an include list that keeps only the tools it names.
+//!
+//! Validity: work is at call level. A removed call's results go with it (OpenAI `tool` and
+//! legacy `function` messages, Anthropic `tool_result` blocks); the other calls of a parallel
+//! step stay with their results; an assistant message left with neither calls nor text goes
+//! (its step has nothing left to answer). The newest user turn is kept, and so, by default,
+//! is the tool turn in progress (the calls after the last user message when the history ends
+//! in tool results): the model is waiting on those results, and for Anthropic the thinking of
+//! that turn belongs with its calls. Cost: O(messages + calls).
+//!
+//! The call-level helpers here ([`call_sites`], [`remove_calls`]) are shared with the other
+//! steps that remove calls.
+
+use std::collections::HashMap;
+
+use super::drop_thinking::current_turn_start;
+use super::keep_last::read_keep;
+use super::{ConfigError, Step, StepContext, StepError};
+use crate::config::{FromParams, Params};
+use crate::history::{History, Keep};
+use crate::message::{ContentForm, Message, Part, Role};
+use crate::plan::ChangeKind;
+use crate::units::UnitKind;
+
+/// Removes the calls of named tools and their results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropToolCalls {
+    /// The tools whose calls go. Defaults to none.
+    pub exclude_tools: Vec<String>,
+    /// When set, only calls of these tools stay and `exclude_tools` is ignored. Defaults to
+    /// unset.
+    pub include_only: Option<Vec<String>>,
+    /// What is kept untouched. Defaults to system messages and the newest user turn.
+    pub keep: Keep,
+    /// Keep the calls of the tool turn in progress. Defaults to true.
+    pub keep_current_turn: bool,
+}
+
+impl Default for DropToolCalls {
+    fn default() -> DropToolCalls {
+        DropToolCalls {
+            exclude_tools: Vec::new(),
+            include_only: None,
+            keep: Keep::default(),
+            keep_current_turn: true,
+        }
+    }
+}
+
+impl DropToolCalls {
+    /// Removes the calls of `tools`.
+    pub fn excluding<S: Into<String>>(tools: impl IntoIterator<Item = S>) -> DropToolCalls {
+        DropToolCalls {
+            exclude_tools: tools.into_iter().map(Into::into).collect(),
+            ..DropToolCalls::default()
+        }
+    }
+
+    /// Removes the calls of every tool but `tools`.
+    pub fn including_only<S: Into<String>>(tools: impl IntoIterator<Item = S>) -> DropToolCalls {
+        DropToolCalls {
+            include_only: Some(tools.into_iter().map(Into::into).collect()),
+            ..DropToolCalls::default()
+        }
+    }
+
+    /// Whether calls of the tool `name` go.
+    pub fn drops(&self, name: &str) -> bool {
+        match &self.include_only {
+            Some(include) => !include.iter().any(|t| t == name),
+            None => self.exclude_tools.iter().any(|t| t == name),
+        }
+    }
+}
+
+impl FromParams for DropToolCalls {
+    /// Keys: `exclude_tools` (alias `exclude`), `include_only` (alias `include`),
+    /// `keep_current_turn`, `keep_system` (alias `preserve_system_messages`),
+    /// `keep_newest_user_turn`. A single tool name may be given as a string.
+    fn from_params(p: &mut Params) -> Result<DropToolCalls, ConfigError> {
+        let mut step = DropToolCalls::default();
+        if let Some(tools) = p.strings(&["exclude_tools", "exclude"])? {
+            step.exclude_tools = tools;
+        }
+        if let Some(tools) = p.strings(&["include_only", "include"])? {
+            step.include_only = Some(tools);
+        }
+        if let Some(keep) = p.bool(&["keep_current_turn"])? {
+            step.keep_current_turn = keep;
+        }
+        step.keep = read_keep(p, step.keep)?;
+        Ok(step)
+    }
+}
+
+impl Step for DropToolCalls {
+    fn name(&self) -> &'static str {
+        "drop_tool_calls"
+    }
+
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+        let protected = history.protected_units(self.keep);
+        let end = match self.keep_current_turn {
+            true => current_turn_start(history).unwrap_or(history.len()),
+            false => history.len(),
+        };
+        let doomed: Vec<CallSite> = call_sites(history)
+            .into_iter()
+            .filter(|s| !protected[s.unit] && s.message < end && self.drops(&s.name))
+            .collect();
+        remove_calls(history, &doomed, "a call of a tool the configuration drops");
+        Ok(())
+    }
+}
+
+/// How a result names the call it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum CallKey {
+    /// By the call's id (OpenAI `tool_call_id`, Anthropic `tool_use_id`).
+    Id(String),
+    /// A legacy OpenAI `function_call`, answered by a `function` message of the same name.
+    Legacy(String),
+}
+
+impl CallKey {
+    /// The id, or the function's name for a legacy call: what a report or a reference shows.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            CallKey::Id(s) | CallKey::Legacy(s) => s,
+        }
+    }
+}
+
+/// Where one result of a call is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResultAt {
+    /// A whole `tool` or `function` message.
+    Message(usize),
+    /// A `tool_result` block: the message and the index of the part.
+    Block(usize, usize),
+}
+
+impl ResultAt {
+    /// The message that holds the result.
+    pub(crate) fn message(self) -> usize {
+        match self {
+            ResultAt::Message(i) | ResultAt::Block(i, _) => i,
+        }
+    }
+}
+
+/// A tool call of an assistant step and where its results are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallSite {
+    /// The index of the step among the history's units.
+    pub(crate) unit: usize,
+    /// The assistant message that makes the call.
+    pub(crate) message: usize,
+    /// The index of the call among that message's parts.
+    pub(crate) part: usize,
+    /// What its results name it by.
+    pub(crate) key: CallKey,
+    /// The tool's name.
+    pub(crate) name: String,
+    /// Its results, in message order (one, unless the input repeats a result).
+    pub(crate) results: Vec<ResultAt>,
+}
+
+/// Every tool call of the history's assistant steps, in order, with its results.
+/// O(messages + calls).
+pub(crate) fn call_sites(history: &History<'_>) -> Vec<CallSite> {
+    let mut sites = Vec::new();
+    for (u, unit) in history.units().iter().enumerate() {
+        if unit.kind != UnitKind::AssistantStep {
+            continue;
+        }
+        let start = unit.messages.start;
+        let mut by_key: HashMap<CallKey, usize> = HashMap::new();
+        for (part, p) in history.message(start).parts.iter().enumerate() {
+            let Part::ToolCall(call) = p else { continue };
+            let key = match &call.id {
+                Some(id) => CallKey::Id(id.clone()),
+                None => CallKey::Legacy(call.name.clone()),
+            };
+            by_key.entry(key.clone()).or_insert(sites.len());
+            sites.push(CallSite {
+                unit: u,
+                message: start,
+                part,
+                key,
+                name: call.name.clone(),
+                results: vec![],
+            });
+        }
+        for i in unit.messages.start + 1..unit.messages.end {
+            for (key, at) in results_of(history.message(i), i) {
+                if let Some(&site) = by_key.get(&key) {
+                    sites[site].results.push(at);
+                }
+            }
+        }
+    }
+    sites
+}
+
+/// The results message `i` carries, with the call each answers.
+pub(crate) fn results_of(message: &Message, i: usize) -> Vec<(CallKey, ResultAt)> {
+    match message.role {
+        Role::Tool => {
+            message.tool_call_id.iter().map(|id| (CallKey::Id(id.clone()), ResultAt::Message(i))).collect()
+        }
+        Role::Function => {
+            let name = message.name.clone().unwrap_or_default();
+            match &message.tool_call_id {
+                Some(id) => vec![(CallKey::Id(id.clone()), ResultAt::Message(i))],
+                None => vec![(CallKey::Legacy(name), ResultAt::Message(i))],
+            }
+        }
+        _ => message
+            .parts
+            .iter()
+            .enumerate()
+            .filter_map(|(p, part)| match part {
+                Part::ToolResult(r) => Some((CallKey::Id(r.tool_use_id.clone()), ResultAt::Block(i, p))),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// Whether a part says something once the calls are gone: thinking alone does not (it only
+/// explains calls or text), nor does blank text.
+fn says_something(part: &Part) -> bool {
+    match part {
+        Part::Text(t) => !t.text.trim().is_empty(),
+        Part::Thinking(_) | Part::RedactedThinking(_) => false,
+        _ => true,
+    }
+}
+
+/// Removes the calls of `doomed` (from [`call_sites`] of the current history) and their
+/// results, for `reason`. An assistant message left with nothing to say goes; a results
+/// message left empty goes. Returns how many calls were removed.
+pub(crate) fn remove_calls(history: &mut History<'_>, doomed: &[CallSite], reason: &str) -> usize {
+    let mut by_unit: Vec<&CallSite> = doomed.iter().collect();
+    by_unit.sort_by_key(|s| (s.unit, s.part));
+    // from the last step back, so the indices of the steps still to do stay put
+    let mut end = by_unit.len();
+    while end > 0 {
+        let unit = by_unit[end - 1].unit;
+        let start = by_unit[..end].iter().rposition(|s| s.unit != unit).map_or(0, |i| i + 1);
+        remove_in_step(history, &by_unit[start..end], reason);
+        end = start;
+    }
+    doomed.len()
+}
+
+/// Removes calls of one step (all `sites` share the assistant message) and their results.
+fn remove_in_step(history: &mut History<'_>, sites: &[&CallSite], reason: &str) {
+    let ids: Vec<&str> = sites.iter().map(|s| s.key.as_str()).collect();
+    let mut results: Vec<ResultAt> = sites.iter().flat_map(|s| s.results.iter().copied()).collect();
+    results.sort_by_key(|r| std::cmp::Reverse(r.message()));
+    let mut at = 0;
+    while at < results.len() {
+        let message = results[at].message();
+        let same = results[at..].iter().take_while(|r| r.message() == message).count();
+        remove_results(history, message, &results[at..at + same], &ids, reason);
+        at += same;
+    }
+    let caller = sites[0].message;
+    let parts: Vec<usize> = sites.iter().map(|s| s.part).collect();
+    let left = history
+        .message(caller)
+        .parts
+        .iter()
+        .enumerate()
+        .any(|(i, p)| !parts.contains(&i) && says_something(p));
+    if !left {
+        history.remove(caller, &format!("{reason}: nothing else left of the message"));
+        return;
+    }
+    let detail = format!("removed tool call(s) {ids:?}: {reason}");
+    history.edit(caller, ChangeKind::Removed, detail, |m| {
+        let mut i = 0;
+        m.parts.retain(|_| {
+            i += 1;
+            !parts.contains(&(i - 1))
+        });
+        if m.parts.is_empty() && m.content_form == ContentForm::Parts {
+            m.content_form = ContentForm::Null;
+        }
+    });
+}
+
+/// Removes the results `results` (all in message `message`) of the calls `ids`.
+fn remove_results(
+    history: &mut History<'_>,
+    message: usize,
+    results: &[ResultAt],
+    ids: &[&str],
+    reason: &str,
+) {
+    let blocks: Vec<usize> = results
+        .iter()
+        .filter_map(|r| match r {
+            ResultAt::Block(_, p) => Some(*p),
+            ResultAt::Message(_) => None,
+        })
+        .collect();
+    let whole = results.iter().any(|r| matches!(r, ResultAt::Message(_)));
+    let left = history
+        .message(message)
+        .parts
+        .iter()
+        .enumerate()
+        .any(|(i, p)| !blocks.contains(&i) && !matches!(p, Part::Text(t) if t.text.trim().is_empty()));
+    if whole || !left {
+        history.remove(message, &format!("{reason}: the result of a removed call"));
+        return;
+    }
+    let detail = format!("removed the result(s) of tool call(s) {ids:?}: {reason}");
+    history.edit(message, ChangeKind::Removed, detail, |m| {
+        let mut i = 0;
+        m.parts.retain(|_| {
+            i += 1;
+            !blocks.contains(&(i - 1))
+        });
+    });
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::format::Format;
+    use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
+    use crate::validate::validate;
+
+    pub(crate) fn anthropic_cx() -> StepContext {
+        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    }
+
+    /// user, a parallel step (search a, debug b), user, a step calling only debug, its
+    /// result, user, a step with text calling debug, its result, user.
+    fn parallel() -> Vec<Message> {
+        openai(
+            r#"[{"role": "system", "content": "be brief"},
+                {"role": "user", "content": "find it"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "search", "arguments": "{}"}},
+                    {"id": "b", "type": "function", "function": {"name": "debug", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "b", "content": "trace"},
+                {"role": "tool", "tool_call_id": "a", "content": "found"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "debug", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "trace 2"},
+                {"role": "assistant", "content": "checking", "tool_calls": [
+                    {"id": "d", "type": "function", "function": {"name": "debug", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "d", "content": "trace 3"},
+                {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "thanks"}]"#,
+        )
+    }
+
+    #[test]
+    fn removes_excluded_calls_and_keeps_their_parallel_siblings() {
+        let out = run(&DropToolCalls::excluding(["debug"]), &parallel());
+        assert_eq!(
+            texts(&out),
+            vec![
+                "system: be brief",
+                "user: find it",
+                "assistant: calls search",
+                "tool: found",
+                "assistant: checking",
+                "assistant: done",
+                "user: thanks"
+            ]
+        );
+        assert_eq!(out[2].tool_calls().map(|c| c.id.as_deref()).collect::<Vec<_>>(), vec![Some("a")]);
+        assert_valid(&out);
+    }
+
+    #[test]
+    fn include_only_overrides_exclude() {
+        let step = DropToolCalls {
+            exclude_tools: vec!["search".into()],
+            ..DropToolCalls::including_only(["search"])
+        };
+        let out = run(&step, &parallel());
+        assert_eq!(
+            texts(&out)[2..],
+            [
+                "assistant: calls search",
+                "tool: found",
+                "assistant: checking",
+                "assistant: done",
+                "user: thanks"
+            ]
+        );
+        assert_valid(&out);
+        // nothing to drop: the input comes back as it was
+        assert_eq!(run(&DropToolCalls::default(), &parallel()), parallel());
+    }
+
+    #[test]
+    fn legacy_function_calls_go_with_their_function_message() {
+        let input = openai(
+            r#"[{"role": "user", "content": "time?"},
+                {"role": "assistant", "content": null, "function_call": {"name": "clock", "arguments": "{}"}},
+                {"role": "function", "name": "clock", "content": "12:00"},
+                {"role": "assistant", "content": "noon"},
+                {"role": "user", "content": "ok"}]"#,
+        );
+        let out = run(&DropToolCalls::excluding(["clock"]), &input);
+        assert_eq!(texts(&out), vec!["user: time?", "assistant: noon", "user: ok"]);
+        assert_valid(&out);
+    }
+
+    #[test]
+    fn anthropic_blocks_are_removed_one_by_one() {
+        let input = anthropic(
+            r#"[{"role": "user", "content": "find it"},
+                {"role": "assistant", "content": [{"type": "text", "text": "looking"},
+                    {"type": "tool_use", "id": "a", "name": "search", "input": {}},
+                    {"type": "tool_use", "id": "b", "name": "debug", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "found"},
+                    {"type": "tool_result", "tool_use_id": "b", "content": "trace"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "debug", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": "trace 2"}]},
+                {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "thanks"}]"#,
+        );
+        let out = run_in(&DropToolCalls::excluding(["debug"]), &input, anthropic_cx());
+        assert_eq!(validate(&out, Format::Anthropic), vec![]);
+        assert_eq!(out.len(), 5);
+        assert_eq!(out[1].tool_calls().map(|c| c.name.as_str()).collect::<Vec<_>>(), vec!["search"]);
+        assert_eq!(out[2].answered_call_ids().collect::<Vec<_>>(), vec!["a"]);
+        assert_eq!(texts(&out)[3..], ["assistant: done", "user: thanks"]);
+    }
+
+    #[test]
+    fn the_turn_in_progress_and_the_newest_user_turn_stay() {
+        // Anthropic: the newest user words ride in the results message of the debug step
+        let input = anthropic(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "debug", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "trace"},
+                    {"type": "text", "text": "and now?"}]}]"#,
+        );
+        let out = run_in(&DropToolCalls::excluding(["debug"]), &input, anthropic_cx());
+        assert_eq!(out, input);
+        // a history that ends in tool results: the pending turn is kept unless told otherwise
+        let pending = openai(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "debug", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "trace"}]"#,
+        );
+        assert_eq!(run(&DropToolCalls::excluding(["debug"]), &pending), pending);
+        let all = DropToolCalls { keep_current_turn: false, ..DropToolCalls::excluding(["debug"]) };
+        assert_eq!(texts(&run(&all, &pending)), vec!["user: go"]);
+    }
+
+    #[test]
+    fn reads_its_keys() {
+        let map = serde_json::json!({"exclude": "debug", "include": ["search"], "keep_current_turn": false});
+        let mut p = Params::new(map.as_object().unwrap().clone());
+        let step = DropToolCalls::from_params(&mut p).unwrap();
+        p.finish().unwrap();
+        assert_eq!(step.exclude_tools, vec!["debug"]);
+        assert_eq!(step.include_only, Some(vec!["search".to_string()]));
+        assert!(!step.keep_current_turn);
+        assert!(step.drops("debug") && !step.drops("search"));
+    }
+}
