@@ -42,8 +42,7 @@ fn extreme(c: &mut Criterion) {
     let mut group = c.benchmark_group("extreme");
     group.sample_size(10).measurement_time(Duration::from_secs(4));
     for (id, line) in extreme_lines() {
-        let short = id.rsplit('/').next().unwrap_or(&id).to_string();
-        let name = format!("{}-{}", id.split('/').next().unwrap_or("x"), short);
+        let name = id.replace('/', "-");
         for (label, budget) in [("32k", 32_768), ("128k", 131_072)] {
             let target = target(budget);
             group.bench_function(format!("{name}/{label}/cold"), |b| {
