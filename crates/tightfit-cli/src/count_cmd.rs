@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
-use anyhow::anyhow;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use tightfit::format::FormatHint;
@@ -129,15 +128,7 @@ fn count_record<'r>(
 ) -> anyhow::Result<Counted<'r>> {
     let conversation = input::parse(record, hint)?;
     let request = conversation.request.as_ref();
-    let model = match fixed_model {
-        Some(model) => model,
-        None => {
-            let name = request
-                .and_then(|r| r.model.as_deref())
-                .ok_or_else(|| anyhow!("no model: pass --model, or give a request body with `model`"))?;
-            registry.lookup(name)?
-        }
-    };
+    let model = input::model(registry, fixed_model, &conversation)?;
     let counter = counters.get(model);
     let count = counter.count(&conversation.messages, conversation.tools.as_deref());
     let id = request.and_then(|r| r.extra.get("id")).and_then(Value::as_str).map(String::from);

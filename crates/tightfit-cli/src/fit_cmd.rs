@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use tightfit::fit::{Fitter, Target};
@@ -113,23 +113,17 @@ fn fit_record(
 ) -> anyhow::Result<Fitted> {
     let conversation = input::parse(record, options.hint)?;
     let request = conversation.request.as_ref();
-    let model = match fixed_model {
-        Some(model) => model,
-        None => {
-            let name = request
-                .and_then(|r| r.model.as_deref())
-                .ok_or_else(|| anyhow!("no model: pass --model, or give a request body with `model`"))?;
-            registry.lookup(name)?
-        }
-    };
+    let model = input::model(registry, fixed_model, &conversation)?;
     let mut target = Target::for_model(model, request.and_then(|r| r.reserved_output()));
     if let Some(budget) = options.budget {
         target = target.with_budget(budget);
     }
     let fitted = fitter.fit(&conversation, &target, Some(pipeline))?;
-    let (report, plan) = (fitted.report.clone(), fitted.plan.clone());
-    let output = Conversation { messages: fitted.into_messages(), ..conversation.clone() };
-    let text = format::to_string(&output, conversation.format);
+    let (report, plan) = (fitted.report, fitted.plan);
+    let messages: Vec<_> = fitted.messages.into_iter().map(std::borrow::Cow::into_owned).collect();
+    // the fitted messages in the input's envelope (request fields, tools)
+    let output = Conversation { messages, ..conversation };
+    let text = format::to_string(&output, output.format);
     Ok(Fitted { line: record.line, text, report, plan })
 }
 

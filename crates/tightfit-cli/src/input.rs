@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tightfit::format::{self, Conversation, FormatHint};
+use tightfit::models::{ModelInfo, Registry};
 
 /// One conversation's text and where it came from.
 pub struct Record {
@@ -61,6 +62,23 @@ pub fn parse(record: &Record, hint: FormatHint) -> anyhow::Result<Conversation> 
         }
         other => anyhow!(other),
     })
+}
+
+/// The model a conversation is for: `--model` if given, else the request body's `model`.
+pub fn model<'r>(
+    registry: &'r Registry,
+    fixed: Option<&'r ModelInfo>,
+    conversation: &Conversation,
+) -> anyhow::Result<&'r ModelInfo> {
+    if let Some(model) = fixed {
+        return Ok(model);
+    }
+    let name = conversation
+        .request
+        .as_ref()
+        .and_then(|r| r.model.as_deref())
+        .ok_or_else(|| anyhow!("no model: pass --model, or give a request body with `model`"))?;
+    Ok(registry.lookup(name)?)
 }
 
 /// A progress bar on standard error for `len` conversations, hidden unless standard error is

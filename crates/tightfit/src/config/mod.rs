@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 pub use params::{FromParams, Params};
 
-use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::pipeline::Pipeline;
 use crate::presets;
 use crate::steps::*;
 
@@ -262,10 +262,4 @@ fn condition(value: Value) -> Result<Condition, ConfigError> {
         };
     condition.check()?;
     Ok(condition)
-}
-
-/// A pipeline builder preloaded from configuration, to add steps in code after it.
-pub fn builder_from_str(text: &str, syntax: Syntax) -> Result<PipelineBuilder, ConfigError> {
-    let pipeline = from_str(text, syntax)?;
-    Ok(pipeline.into_builder())
 }
