@@ -224,5 +224,23 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
             i += 1;
         }
     }
+    lead_with_thinking(history, &mut lines);
     lines
+}
+
+/// Anthropic checks that the assistant message of the current tool turn starts with its
+/// thinking. A history whose thinking sits after text there (a client that assembled the
+/// blocks itself, or a step that removed the turn's end so the rule now applies) gets the
+/// thinking blocks moved first, in their order; the other blocks keep theirs.
+fn lead_with_thinking(history: &mut History<'_>, lines: &mut Vec<String>) {
+    let is_thinking = |p: &Part| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_));
+    let Some(index) = crate::validate::current_tool_turn(history.messages()) else { return };
+    let parts = &history.message(index).parts;
+    if parts.first().is_none_or(is_thinking) || !parts.iter().any(is_thinking) {
+        return;
+    }
+    history.edit(index, ChangeKind::Rewritten, "moved its thinking first", |m| {
+        m.parts.sort_by_key(|p| !is_thinking(p));
+    });
+    lines.push(format!("messages[{index}]: moved the thinking of the current tool turn first"));
 }

@@ -307,7 +307,8 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
 /// The first assistant message of the current assistant turn, when the history ends inside a
 /// tool loop: the last message holds only tool results, and the turn began with the first
 /// assistant message after the last user message that carries the user's own words.
-fn current_tool_turn(messages: &[&Message]) -> Option<usize> {
+pub(crate) fn current_tool_turn<M: Borrow<Message>>(messages: &[M]) -> Option<usize> {
+    let messages: Vec<&Message> = messages.iter().map(Borrow::borrow).collect();
     let only_results = |m: &Message| {
         m.role == Role::User
             && !m.parts.is_empty()

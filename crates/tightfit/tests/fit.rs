@@ -226,6 +226,42 @@ fn an_anthropic_history_that_would_start_with_the_assistant_gets_a_user_turn_fir
     assert_eq!(fitted.report.repairs.len(), 1);
 }
 
+/// Found by the property test: dropping an empty trailing assistant message put the history
+/// inside a tool loop whose assistant message had its thinking after its text.
+#[test]
+fn the_current_tool_turn_gets_its_thinking_first_when_a_step_exposes_it() {
+    let conversation = parse_str(
+        &json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "A"},
+                {"type": "thinking", "thinking": "plan", "signature": "c2ln"},
+                {"type": "tool_use", "id": "toolu_1", "name": "a", "input": {}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
+            {"role": "assistant", "content": []}
+        ])
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let pipeline = Pipeline::builder().step(tightfit::steps::DropEmpty::default()).build().unwrap();
+    let target = Target::budget(10_000, counter()).with_provider(Format::Anthropic);
+    let fitted = fit(&conversation, &target, Some(&pipeline)).unwrap();
+    assert_eq!(fitted.messages.len(), 3, "the empty assistant message went");
+    assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
+    let kinds: Vec<&str> = fitted.messages[1]
+        .parts
+        .iter()
+        .map(|p| match p {
+            tightfit::Part::Thinking(_) => "thinking",
+            tightfit::Part::Text(_) => "text",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["thinking", "text", "other"]);
+}
+
 #[test]
 fn a_pipeline_is_shared_by_threads() {
     let pipeline = std::sync::Arc::new(tightfit::presets::ladder());
