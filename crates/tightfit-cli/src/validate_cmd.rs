@@ -20,6 +20,7 @@ pub fn run(file: &Path, provider: Option<Format>, hint: FormatHint, json: bool) 
     let mut ok = true;
     let mut checked = 0;
     let mut broken = 0;
+    let mut providers: Vec<Format> = Vec::new();
     for record in &records {
         let conversation = match input::parse(record, hint) {
             Ok(c) => c,
@@ -30,6 +31,9 @@ pub fn run(file: &Path, provider: Option<Format>, hint: FormatHint, json: bool) 
             }
         };
         let provider = provider.unwrap_or(conversation.format);
+        if !providers.contains(&provider) {
+            providers.push(provider);
+        }
         let violations = validate(&conversation.messages, provider);
         checked += 1;
         if !violations.is_empty() {
@@ -48,7 +52,7 @@ pub fn run(file: &Path, provider: Option<Format>, hint: FormatHint, json: bool) 
         }
     }
     if !json {
-        let provider = provider.map_or("its own format", Format::as_str);
+        let provider = providers.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" and ");
         if broken == 0 {
             eprintln!("{checked} conversation(s) valid for {provider}");
         } else {

@@ -6,6 +6,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+mod fit;
+mod validate;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

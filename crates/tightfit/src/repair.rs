@@ -188,6 +188,7 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
     if history.provider() != Format::Anthropic {
         return lines;
     }
+    drop_blank_text(history, &mut lines);
     let head = history.messages().iter().take_while(|m| m.role.is_instruction()).count();
     if head < history.len() && history.message(head).role == Role::Assistant {
         history.insert(
@@ -226,6 +227,34 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
     }
     lead_with_thinking(history, &mut lines);
     lines
+}
+
+/// Anthropic rejects a blank text block anywhere but in a final assistant message (a
+/// prefill). A step can make one non-final (by putting a message after it) or leave one behind
+/// (by removing what stood beside it): blank blocks beside other content go, and a message of
+/// nothing but blank text goes whole. Walks from the end, so a blank final assistant message
+/// stays even when a blank user message after it went.
+fn drop_blank_text(history: &mut History<'_>, lines: &mut Vec<String>) {
+    let blank = |p: &Part| matches!(p, Part::Text(t) if t.text.trim().is_empty());
+    for index in (0..history.len()).rev() {
+        let message = history.message(index);
+        let prefill = index + 1 == history.len() && message.role == Role::Assistant;
+        if prefill
+            || !matches!(message.role, Role::User | Role::Assistant)
+            || !message.parts.iter().any(blank)
+        {
+            continue;
+        }
+        if message.parts.iter().all(blank) {
+            history.remove(index, "only blank text, which Anthropic rejects here");
+            lines.push(format!("messages[{index}]: dropped a message of blank text"));
+        } else {
+            history.edit(index, ChangeKind::Removed, "removed blank text blocks", |m| {
+                m.parts.retain(|p| !blank(p))
+            });
+            lines.push(format!("messages[{index}]: removed blank text blocks"));
+        }
+    }
 }
 
 /// Anthropic checks that the assistant message of the current tool turn starts with its

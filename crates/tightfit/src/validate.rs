@@ -306,7 +306,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
 
 /// The first assistant message of the current assistant turn, when the history ends inside a
 /// tool loop: the last message holds only tool results, and the turn began with the first
-/// assistant message after the last user message that carries the user's own words.
+/// assistant message after the last user message that is not only results.
 pub(crate) fn current_tool_turn<M: Borrow<Message>>(messages: &[M]) -> Option<usize> {
     let messages: Vec<&Message> = messages.iter().map(Borrow::borrow).collect();
     let only_results = |m: &Message| {
@@ -314,12 +314,13 @@ pub(crate) fn current_tool_turn<M: Borrow<Message>>(messages: &[M]) -> Option<us
             && !m.parts.is_empty()
             && m.parts.iter().all(|p| matches!(p, Part::ToolResult(_)))
     };
-    let has_words =
-        |m: &Message| m.role == Role::User && m.parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
+    // any user message but one of only results starts a turn (an empty one too, as the units
+    // and the protection of the newest user turn see it)
+    let starts_turn = |m: &Message| m.role == Role::User && !only_results(m);
     if !messages.last().is_some_and(|m| only_results(m)) {
         return None;
     }
-    let turn_start = messages.iter().rposition(|m| has_words(m)).map_or(0, |user| user + 1);
+    let turn_start = messages.iter().rposition(|m| starts_turn(m)).map_or(0, |user| user + 1);
     let index = turn_start + messages[turn_start..].iter().position(|m| m.role == Role::Assistant)?;
     messages[index].tool_calls().next().is_some().then_some(index)
 }

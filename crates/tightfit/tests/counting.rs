@@ -53,6 +53,33 @@ fn counts_equal_tiktoken_on_every_text_of_the_corpus() {
     assert!(compared > 100_000, "only {compared} texts compared");
 }
 
+#[test]
+fn counting_till_a_limit_agrees_with_counting_everything() {
+    let mut all = Vec::new();
+    for file in data_files().into_iter().filter(|f| !f.to_string_lossy().contains("extreme")) {
+        for line in lines(&file).into_iter().take(40) {
+            texts(&serde_json::from_str(&line).unwrap(), &mut all);
+        }
+    }
+    all.push("A".repeat(5_000)); // one piece far longer than the piece cache takes
+    all.push(" ".repeat(3_000) + "x");
+    for encoding in [OpenAiEncoding::O200kBase, OpenAiEncoding::Cl100kBase] {
+        for text in &all {
+            let n = encoding.count(text);
+            for limit in [0, 1, 7, 64, n.saturating_sub(1), n, n + 1] {
+                let expected = (n <= limit).then_some(n);
+                assert_eq!(
+                    encoding.count_till_limit(text, limit),
+                    expected,
+                    "{} with limit {limit} on {:?}",
+                    encoding.name(),
+                    truncate(text)
+                );
+            }
+        }
+    }
+}
+
 fn truncate(text: &str) -> String {
     text.chars().take(80).collect()
 }

@@ -226,10 +226,11 @@ fn an_anthropic_history_that_would_start_with_the_assistant_gets_a_user_turn_fir
     assert_eq!(fitted.report.repairs.len(), 1);
 }
 
-/// Found by the property test: dropping an empty trailing assistant message put the history
-/// inside a tool loop whose assistant message had its thinking after its text.
+/// A client that assembled its blocks itself can put the thinking of the current tool turn
+/// after its text; Anthropic rejects that, and the repair pass moves it first (a step that cut
+/// the turn's end would expose the same rule).
 #[test]
-fn the_current_tool_turn_gets_its_thinking_first_when_a_step_exposes_it() {
+fn the_current_tool_turn_gets_its_thinking_first() {
     let conversation = parse_str(
         &json!([
             {"role": "user", "content": "go"},
@@ -238,18 +239,17 @@ fn the_current_tool_turn_gets_its_thinking_first_when_a_step_exposes_it() {
                 {"type": "thinking", "thinking": "plan", "signature": "c2ln"},
                 {"type": "tool_use", "id": "toolu_1", "name": "a", "input": {}}
             ]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
-            {"role": "assistant", "content": []}
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}
         ])
         .to_string(),
         FormatHint::Exactly(Format::Anthropic),
     )
     .unwrap();
-    let pipeline = Pipeline::builder().step(tightfit::steps::DropEmpty::default()).build().unwrap();
+    assert_eq!(validate(&conversation.messages, Format::Anthropic).len(), 1);
     let target = Target::budget(10_000, counter()).with_provider(Format::Anthropic);
-    let fitted = fit(&conversation, &target, Some(&pipeline)).unwrap();
-    assert_eq!(fitted.messages.len(), 3, "the empty assistant message went");
+    let fitted = fit(&conversation, &target, None).unwrap();
     assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
+    assert_eq!(fitted.report.repairs, ["messages[1]: moved the thinking of the current tool turn first"]);
     let kinds: Vec<&str> = fitted.messages[1]
         .parts
         .iter()
@@ -413,4 +413,32 @@ fn every_step_name_and_alias_loads() {
     for preset in tightfit::presets::NAMES {
         tightfit::presets::by_name(preset).unwrap();
     }
+}
+
+/// Found by the property test: a blank final assistant message (a prefill) is valid, but once
+/// a step puts a placeholder after it, its blank text block is not; it goes.
+#[test]
+fn a_blank_prefill_that_stops_being_final_goes() {
+    let conversation = parse_str(
+        &json!([
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "a", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAD9UAABUdCAYAAAAAAAAA"}}
+            ]}]},
+            {"role": "assistant", "content": [{"type": "text", "text": ""}]}
+        ])
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    // invalid only in that it starts with the assistant, which the repair pass fixes
+    let faults = validate(&conversation.messages, Format::Anthropic);
+    assert_eq!(faults.iter().map(|v| v.rule).collect::<Vec<_>>(), [tightfit::Rule::FirstNotUser]);
+    let middle_out =
+        tightfit::steps::MiddleOut { placeholder: Some("[{skipped} omitted]".into()), ..Default::default() };
+    let pipeline = Pipeline::builder().step(middle_out).build().unwrap();
+    let target = Target::budget(100, counter()).with_provider(Format::Anthropic);
+    let fitted = fit(&conversation, &target, Some(&pipeline)).unwrap();
+    assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
+    assert!(fitted.messages.iter().any(|m| m.text_content().contains("omitted]")), "the placeholder is sent");
 }

@@ -119,8 +119,10 @@ fn protected_texts(messages: &[Message]) -> Vec<String> {
     texts
 }
 
+/// What is sent, in the same form as [`protected_texts`] (blank parts left out, as a step may
+/// drop them).
 fn sent_text(messages: &[std::borrow::Cow<'_, Message>]) -> String {
-    messages.iter().map(|m| m.text_content()).collect::<Vec<_>>().join("\n")
+    messages.iter().map(|m| words(m)).collect::<Vec<_>>().join("\n")
 }
 
 fn check_step(

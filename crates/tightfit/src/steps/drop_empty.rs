@@ -10,9 +10,12 @@
 //! Validity: a tool result is never removed (it answers a call, even when it says nothing)
 //! and an assistant message with calls is never empty, so every removed message is a unit of
 //! its own (a user turn, an instruction, or an assistant step without calls). Messages of an
-//! unknown role are left alone. Besides whole messages, blank text parts go from a content
-//! list that has other content (Anthropic rejects them there too), in every message:
-//! protection keeps a message, and a blank part carries nothing of it. Cost: O(parts).
+//! unknown role are left alone, and so is an empty assistant message that ends the history:
+//! it is how the request ends (an Anthropic prefill), and without it a history that ends in a
+//! tool loop would fall under Anthropic's current-turn thinking rule. Besides whole messages,
+//! blank text parts go from a content list that has other content (Anthropic rejects them
+//! there too), in every message: protection keeps a message, and a blank part carries nothing
+//! of it. Cost: O(parts).
 
 use super::keep_last::read_keep;
 use super::{ConfigError, Step, StepContext, StepError};
@@ -64,12 +67,15 @@ impl Step for DropEmpty {
             }
         }
         let protected = history.protected_units(self.keep);
+        let last = history.len().checked_sub(1);
         let drop: Vec<bool> = history
             .units()
             .iter()
             .zip(&protected)
             .map(|(unit, protected)| {
-                !protected && unit.len() == 1 && is_empty(history.message(unit.messages.start))
+                let message = history.message(unit.messages.start);
+                let prefill = Some(unit.messages.start) == last && message.role == Role::Assistant;
+                !protected && !prefill && unit.len() == 1 && is_empty(message)
             })
             .collect();
         if drop.contains(&true) {
@@ -239,6 +245,27 @@ mod tests {
         assert_eq!(run(&DropEmpty::default(), &input), input);
         let all = DropEmpty { keep: Keep { system: false, newest_user_turn: false } };
         assert_eq!(run(&all, &input).len(), 2);
+    }
+
+    #[test]
+    fn an_empty_assistant_message_that_ends_the_history_stays() {
+        // an Anthropic tool loop with thinking, ended by an empty prefill: without it the
+        // history would end in the tool loop, whose first step has no thinking
+        let input = anthropic(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "1"}]},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "c2ln"},
+                    {"type": "tool_use", "id": "b", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "2"}]},
+                {"role": "assistant", "content": ""}]"#,
+        );
+        assert_eq!(validate(&input, Format::Anthropic), vec![]);
+        let out = run_in(&DropEmpty::default(), &input, anthropic_cx());
+        assert_eq!(out, input);
+        // the same message anywhere else goes
+        let earlier = openai(r#"[{"role": "assistant", "content": ""}, {"role": "user", "content": "hi"}]"#);
+        assert_eq!(run(&DropEmpty::default(), &earlier).len(), 1);
     }
 
     #[test]

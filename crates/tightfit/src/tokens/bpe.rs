@@ -92,8 +92,26 @@ impl TokenCounter for OpenAiEncoding {
         })
     }
 
+    /// Like [`count`](Self::count), piece by piece, stopping at the first piece that passes
+    /// the limit: O(limit) for a long text. A long piece is counted by the BPE's own early
+    /// stop, so one huge unbroken piece (base64, say) costs no more than the limit either.
     fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
         let tokenizer = self.tokenizer();
-        tokenizer.count_till_limit(&tokenizer.normalize(text), limit)
+        PIECES.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let cache = &mut cache[*self as usize];
+            let mut total = 0;
+            for piece in tokenizer.split(text) {
+                total += if piece.len() > CACHED_PIECE_LEN {
+                    tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
+                } else {
+                    count_piece(tokenizer, cache, piece)
+                };
+                if total > limit {
+                    return None;
+                }
+            }
+            Some(total)
+        })
     }
 }

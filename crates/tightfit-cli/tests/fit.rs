@@ -1,0 +1,198 @@
+//! `tightfit fit`: the fitted history on standard output in the input's format, the report on
+//! standard error, plans on request, JSON Lines in parallel.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tightfit::format::{self, FormatHint};
+use tightfit::tokens::{ChatCounter, OpenAiEncoding};
+use tightfit::validate::validate;
+
+use crate::{root, shared, stderr, stdout, tightfit};
+
+fn o200k() -> ChatCounter {
+    ChatCounter::openai(OpenAiEncoding::O200kBase)
+}
+
+/// A file in the system's temporary folder, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> TempFile {
+        TempFile(std::env::temp_dir().join(format!("tightfit-cli-{}-{name}", std::process::id())))
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+    fn read(&self) -> String {
+        std::fs::read_to_string(&self.0).unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        std::fs::remove_file(&self.0).ok();
+    }
+}
+
+#[test]
+fn the_shipped_example_fits_its_budget_and_keeps_its_envelope() {
+    let plan = TempFile::new("example.plan.jsonl");
+    let output = tightfit(
+        &[
+            "fit",
+            "data/examples/agent_session.json",
+            "--budget",
+            "300",
+            "--report",
+            "json",
+            "--plan",
+            plan.path(),
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let input_text = std::fs::read_to_string(root().join("data/examples/agent_session.json")).unwrap();
+    let input = format::parse_str(&input_text, FormatHint::Auto).unwrap();
+    let fitted = format::parse_str(&stdout(&output), FormatHint::Auto).unwrap();
+
+    // a request body in, a request body out: model and tools are still there
+    let body: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(body["model"], "gpt-4o");
+    assert!(body["tools"].is_array());
+    let total = o200k().count(&fitted.messages, fitted.tools.as_deref()).total;
+    assert!(total <= 300, "{total} tokens over the budget");
+    assert!(fitted.messages.len() < input.messages.len(), "something had to go");
+    assert_eq!(validate(&fitted.messages, tightfit::Format::OpenAi), vec![]);
+
+    let report: Value = serde_json::from_str(stderr(&output).trim()).unwrap();
+    assert_eq!(report["compressed_token_count"], total);
+    assert_eq!(report["original_token_count"], o200k().count(&input.messages, input.tools.as_deref()).total);
+    assert_eq!(report["was_compressed"], true);
+    assert_eq!(report["budget"], 300);
+
+    // the plan replays on the input to the same messages
+    let plan: tightfit::Plan = serde_json::from_str(plan.read().trim()).unwrap();
+    let replayed = plan.replay(&input.messages).unwrap();
+    let as_json =
+        |m: &[tightfit::Message]| format::messages_to_value(m, tightfit::Format::OpenAi).to_string();
+    let replayed: Vec<_> = replayed.into_iter().map(std::borrow::Cow::into_owned).collect();
+    assert_eq!(as_json(&replayed), as_json(&fitted.messages));
+}
+
+#[test]
+fn the_text_report_names_the_steps_that_acted() {
+    let output = tightfit(&["fit", "data/examples/agent_session.json", "--budget", "300"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stderr(&output);
+    let first = report.lines().next().unwrap();
+    assert!(first.contains("tokens") && first.ends_with("budget 300"), "{report}");
+    assert!(report.lines().count() > 1, "one line per step that changed something: {report}");
+}
+
+#[test]
+fn a_history_that_fits_comes_back_unchanged() {
+    let input =
+        r#"[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!", "name": "ann"}]"#;
+    let output = tightfit(&["fit", "-", "--model", "gpt-4o"], Some(input));
+    assert!(output.status.success(), "{}", stderr(&output));
+    // the same JSON (members are written in tightfit's order: role first)
+    let expected: Value = serde_json::from_str(input).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&output)).unwrap(), expected);
+}
+
+#[test]
+fn real_json_lines_fit_in_parallel_in_their_order() {
+    let file = shared("data/agent_swe_agent_demos.jsonl");
+    let out = TempFile::new("swe.jsonl");
+    for budget in [4_096, 32_768] {
+        let output = tightfit(
+            &[
+                "fit",
+                file.to_str().unwrap(),
+                "--model",
+                "gpt-4o",
+                "--budget",
+                &budget.to_string(),
+                "-o",
+                out.path(),
+            ],
+            None,
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        let inputs: Vec<Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let outputs: Vec<Value> = out.read().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(inputs.len(), outputs.len());
+        assert_eq!(stderr(&output).lines().count(), inputs.len(), "a report line each");
+        for (i, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
+            assert_eq!(input["id"], output["id"], "line {} keeps its place and its other fields", i + 1);
+            let fitted = format::parse_value(output.clone(), FormatHint::Auto).unwrap();
+            let total = o200k().count(&fitted.messages, fitted.tools.as_deref()).total;
+            assert!(total <= budget, "line {}: {total} over {budget}", i + 1);
+            assert_eq!(validate(&fitted.messages, tightfit::Format::OpenAi), vec![], "line {}", i + 1);
+        }
+    }
+}
+
+#[test]
+fn an_anthropic_request_stays_an_anthropic_request() {
+    let output = tightfit(&["fit", "data/examples/anthropic_request.json", "--budget", "2000"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let fitted =
+        format::parse_str(&stdout(&output), FormatHint::Exactly(tightfit::Format::Anthropic)).unwrap();
+    assert_eq!(validate(&fitted.messages, tightfit::Format::Anthropic), vec![]);
+    let body: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert!(body["model"].as_str().unwrap().starts_with("claude"));
+}
+
+#[test]
+fn a_budget_below_the_protected_part_says_what_is_over() {
+    let input = r#"[{"role": "system", "content": "You are a careful assistant who explains every step in detail."}, {"role": "user", "content": "hello"}]"#;
+    let output = tightfit(&["fit", "-", "--model", "gpt-4o", "--budget", "10"], Some(input));
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains("<stdin>:1:") && err.contains("over"), "{err}");
+    assert!(err.contains("system"), "names what could not fit: {err}");
+    assert_eq!(stdout(&output), "", "nothing is written for a line that cannot fit");
+}
+
+#[test]
+fn presets_and_configuration_files_choose_the_pipeline() {
+    // llmling's minimal preset has fixed limits (last 5 pairs, results cut at 500 characters)
+    // that do not reach 300 tokens here, where the default ladder does
+    let minimal = tightfit(
+        &["fit", "data/examples/agent_session.json", "--budget", "300", "--preset", "minimal"],
+        None,
+    );
+    assert_eq!(minimal.status.code(), Some(1));
+    assert!(stderr(&minimal).contains("over the budget of 300"), "{}", stderr(&minimal));
+
+    let config = TempFile::new("keep_last.yaml");
+    std::fs::write(&config.0, "steps:\n  - type: keep_last\n    count: 2\n").unwrap();
+    let output = tightfit(
+        &["fit", "data/examples/agent_session.json", "--budget", "100000", "--config", config.path()],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let fitted = format::parse_str(&stdout(&output), FormatHint::Auto).unwrap();
+    // the system prompt, the newest user turn (protected), and the last two messages, the
+    // tool result kept with its call
+    let roles: Vec<&str> = fitted.messages.iter().map(|m| m.role_name()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"], "{}", stdout(&output));
+    assert_eq!(fitted.messages[1].text_content(), "Go on.");
+
+    let unknown = tightfit(&["fit", "data/examples/agent_session.json", "--preset", "tiny"], None);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("tiny"), "{}", stderr(&unknown));
+
+    std::fs::write(&config.0, "steps:\n  - type: keep_lats\n").unwrap();
+    let typo = tightfit(&["fit", "data/examples/agent_session.json", "--config", config.path()], None);
+    assert_eq!(typo.status.code(), Some(2));
+    let err = stderr(&typo);
+    assert!(err.contains("steps[0]") && err.contains("keep_last"), "names the key and suggests: {err}");
+}
