@@ -14,8 +14,8 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use crate::format::Format;
-use crate::message::{Message, Role, Tool};
-use crate::plan::{Change, ChangeKind, Plan};
+use crate::message::{ContentForm, Message, Part, Role, Tool};
+use crate::plan::{input_fingerprint, Change, ChangeKind, Plan};
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, Unit, UnitKind};
 
@@ -52,6 +52,11 @@ pub struct History<'a> {
     input_len: usize,
     step: String,
     units: OnceLock<Vec<Unit>>,
+    /// The units of the input, when they were worked out before the first change (kept for
+    /// the plan, which describes the input by its units).
+    input_units: Option<Vec<Unit>>,
+    /// The input's fingerprint for the plan, from the message fingerprints counting gave.
+    input_fingerprint: String,
     revision: u64,
 }
 
@@ -65,13 +70,14 @@ impl<'a> History<'a> {
         mut cache: CountCache,
         provider: Format,
     ) -> History<'a> {
+        let mut fingerprints = Vec::with_capacity(messages.len());
         let meta: Vec<Meta> = messages
             .iter()
             .enumerate()
-            .map(|(i, m)| Meta {
-                origin: Origin::Input(i),
-                tokens: cache.message_tokens(counter, m),
-                changes: Vec::new(),
+            .map(|(i, m)| {
+                let (fingerprint, tokens) = cache.fingerprint_and_tokens(counter, m);
+                fingerprints.push(fingerprint);
+                Meta { origin: Origin::Input(i), tokens, changes: Vec::new() }
             })
             .collect();
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
@@ -88,6 +94,8 @@ impl<'a> History<'a> {
             input_len: messages.len(),
             step: String::from("input"),
             units: OnceLock::new(),
+            input_units: None,
+            input_fingerprint: input_fingerprint(fingerprints.into_iter()),
             revision: 0,
         }
     }
@@ -207,7 +215,10 @@ impl<'a> History<'a> {
     }
 
     fn changed(&mut self) {
-        self.units = OnceLock::new();
+        let units = self.units.take();
+        if self.revision == 0 {
+            self.input_units = units;
+        }
         self.revision += 1;
     }
 
@@ -237,6 +248,37 @@ impl<'a> History<'a> {
         meta.changes.push(Change { step: self.step.clone(), kind, detail: detail.into() });
         self.changed();
         saved
+    }
+
+    /// Replaces the whole content of the message at `index` with `parts` written in `form`,
+    /// like [`edit`](History::edit) but without copying the content it replaces: clearing or
+    /// deduplicating a 100 kB tool result copies its role and ids, not its text.
+    pub fn replace_parts(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: impl Into<String>,
+        parts: Vec<Part>,
+        form: ContentForm,
+    ) -> isize {
+        match &mut self.messages[index] {
+            Cow::Owned(message) => {
+                message.parts = parts;
+                message.content_form = form;
+            }
+            Cow::Borrowed(message) => {
+                let replacement = Message {
+                    role: message.role,
+                    parts,
+                    name: message.name.clone(),
+                    tool_call_id: message.tool_call_id.clone(),
+                    content_form: form,
+                    extra: message.extra.clone(),
+                };
+                self.messages[index] = Cow::Owned(replacement);
+            }
+        }
+        self.edit(index, kind, detail, |_| {})
     }
 
     /// Removes the message at `index`, recording `reason` under the running step.
@@ -314,7 +356,13 @@ impl<'a> History<'a> {
 
     /// The fitted messages, the plan of what happened to every input unit, and the count cache
     /// (to reuse on the next call).
-    pub fn finish(self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
+    pub fn finish(mut self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
+        let input_units = match (self.revision, self.input_units.take()) {
+            (_, Some(units)) => units,
+            (0, None) => self.units.take().unwrap_or_else(|| units(input)),
+            (_, None) => units(input),
+        };
+        let input = (input, input_units.as_slice(), std::mem::take(&mut self.input_fingerprint));
         let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);
         (self.messages, plan, self.cache)
     }

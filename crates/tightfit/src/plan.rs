@@ -15,7 +15,8 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::format::{messages_to_value, parse_messages, Format};
 use crate::history::{Meta, Origin};
 use crate::message::Message;
-use crate::units::{units, UnitKind};
+use crate::tokens::message_fingerprint;
+use crate::units::{Unit, UnitKind};
 
 /// How a step changed a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -125,13 +126,20 @@ pub enum PlanError {
     },
 }
 
-fn fingerprint(input: &[Message]) -> String {
+/// The fingerprint of an input, from its messages' fingerprints
+/// ([`message_fingerprint`]): `History` has them from counting, so recording a plan does not
+/// hash the input again.
+pub(crate) fn input_fingerprint(messages: impl ExactSizeIterator<Item = u128>) -> String {
     let mut hasher = Xxh3::new();
-    input.len().hash(&mut hasher);
-    for message in input {
+    messages.len().hash(&mut hasher);
+    for message in messages {
         message.hash(&mut hasher);
     }
     format!("{:032x}", hasher.digest128())
+}
+
+fn fingerprint(input: &[Message]) -> String {
+    input_fingerprint(input.iter().map(message_fingerprint))
 }
 
 fn kind_name(kind: UnitKind) -> &'static str {
@@ -151,8 +159,10 @@ fn write_one(message: &Message, format: Format) -> Value {
 }
 
 impl Plan {
+    /// The plan of a fitted history: `input` and its units and fingerprint as they came,
+    /// `output` with one `meta` per message, and the input messages `dropped`.
     pub(crate) fn record(
-        input: &[Message],
+        (input, input_units, input_fingerprint): (&[Message], &[Unit], String),
         format: Format,
         output: &[Cow<'_, Message>],
         meta: &[Meta],
@@ -170,7 +180,7 @@ impl Plan {
             }
         }
         let mut plans = Vec::new();
-        for unit in units(input) {
+        for unit in input_units {
             let range = unit.messages.clone();
             let mut steps: Vec<String> = Vec::new();
             let mut details = Vec::new();
@@ -242,7 +252,7 @@ impl Plan {
         Plan {
             format: format.as_str().to_string(),
             input_messages: input.len(),
-            input_fingerprint: fingerprint(input),
+            input_fingerprint,
             units: plans,
             output,
         }

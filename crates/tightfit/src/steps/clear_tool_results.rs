@@ -149,6 +149,12 @@ impl ClearToolResults {
             let ids: Vec<&str> = same.iter().map(|s| s.key.as_str()).collect();
             let detail = format!("cleared the result(s) of tool call(s) {ids:?}");
             let placeholder = &self.placeholder;
+            if let [ResultSite { at: ResultAt::Message(_), .. }] = same.as_slice() {
+                // a whole tool message: no need to copy the text that goes
+                let parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
+                history.replace_parts(message, ChangeKind::Replaced, detail, parts, ContentForm::Text);
+                continue;
+            }
             history.edit(message, ChangeKind::Replaced, detail, |m| {
                 for site in &same {
                     match site.at {

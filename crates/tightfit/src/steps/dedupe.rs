@@ -17,6 +17,7 @@
 //! user turn) are never changed, though their content counts as a first occurrence. Cost:
 //! O(bytes) to hash, plus counting the text of repeated results.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::Hash;
 
@@ -111,6 +112,13 @@ impl Step for Dedupe {
                 continue;
             }
             let detail = plan.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
+            if let [Replacement { target: Target::Content, .. }] = plan.as_slice() {
+                // a whole tool message: no need to copy the text that goes
+                let text = plan.into_iter().next().map(|r| r.text).unwrap_or_default();
+                let parts = vec![Part::Text(TextPart::new(text))];
+                history.replace_parts(i, ChangeKind::Replaced, detail, parts, ContentForm::Text);
+                continue;
+            }
             history.edit(i, ChangeKind::Replaced, detail, |m| apply_plan(m, plan));
         }
         Ok(())
@@ -302,7 +310,10 @@ fn message_place(message: &Message) -> String {
     }
 }
 
-fn joined_text(parts: &[Part]) -> String {
+fn joined_text(parts: &[Part]) -> Cow<'_, str> {
+    if let [Part::Text(t)] = parts {
+        return Cow::Borrowed(&t.text);
+    }
     let texts: Vec<&str> = parts
         .iter()
         .filter_map(|p| match p {
@@ -310,7 +321,7 @@ fn joined_text(parts: &[Part]) -> String {
             _ => None,
         })
         .collect();
-    texts.join("\n")
+    Cow::Owned(texts.join("\n"))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use super::TokenCounter;
 
@@ -62,6 +63,15 @@ impl OpenAiEncoding {
         }
     }
 
+    /// The length in bytes of the longest token of the vocabulary (worked out once).
+    fn longest_token(self) -> usize {
+        static LONGEST: [OnceLock<usize>; 2] = [OnceLock::new(), OnceLock::new()];
+        *LONGEST[self as usize].get_or_init(|| {
+            let bpe = &self.tokenizer().bpe;
+            (0..bpe.num_tokens() as u32).map(|id| bpe.token_len(id)).max().unwrap_or(1)
+        })
+    }
+
     /// The token ids of `text` (ordinary text, no special tokens).
     pub fn encode(self, text: &str) -> Vec<u32> {
         self.tokenizer().encode(text)
@@ -96,6 +106,11 @@ impl TokenCounter for OpenAiEncoding {
     /// the limit: O(limit) for a long text. A long piece is counted by the BPE's own early
     /// stop, so one huge unbroken piece (base64, say) costs no more than the limit either.
     fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
+        // no token is longer than the longest of the vocabulary, so a text longer than `limit`
+        // of those has more than `limit` tokens: a long tool result is "over" at no cost
+        if text.len() > limit.saturating_mul(self.longest_token()) {
+            return None;
+        }
         let tokenizer = self.tokenizer();
         PIECES.with(|cache| {
             let mut cache = cache.borrow_mut();

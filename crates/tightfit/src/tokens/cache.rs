@@ -65,8 +65,15 @@ impl CountCache {
 
     /// The tokens of `message`, from the cache or counted and remembered.
     pub fn message_tokens(&mut self, counter: &ChatCounter, message: &Message) -> usize {
+        self.fingerprint_and_tokens(counter, message).1
+    }
+
+    /// The [`message_fingerprint`] and tokens of `message`, for callers that keep the
+    /// fingerprint too (a plan fingerprints its input from them without hashing it again).
+    pub fn fingerprint_and_tokens(&mut self, counter: &ChatCounter, message: &Message) -> (u128, usize) {
         self.use_counter(counter);
-        *self.counts.entry(message_fingerprint(message)).or_insert_with(|| counter.message_tokens(message))
+        let fingerprint = message_fingerprint(message);
+        (fingerprint, *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message)))
     }
 
     /// The tokens of tool schemas, from the cache when they are the ones counted last.
