@@ -4,7 +4,7 @@
 //!   `cold` parses the JSON, counts every message and fits; `warm` fits with the counts of an
 //!   earlier call cached (the agent-loop case). The cold run is the reference of the warm one.
 //! - `scaling/*`: histories of 1k, 10k and 100k messages (real tau-bench turns repeated, call
-//!   ids made unique) fitted to 32k, cold: the cost should grow linearly.
+//!   ids made unique) fitted to 32k, cold and warm: the cost should grow linearly.
 //! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
 //!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
 //!
@@ -100,6 +100,11 @@ fn scaling(c: &mut Criterion) {
         let conversation = repeated(n);
         group.bench_function(format!("{n}_messages/cold"), |b| {
             b.iter(|| Fitter::new().fit(&conversation, &target, None).unwrap().report.compressed_token_count)
+        });
+        let mut fitter = Fitter::new();
+        fitter.fit(&conversation, &target, None).unwrap();
+        group.bench_function(format!("{n}_messages/warm"), |b| {
+            b.iter(|| fitter.fit(&conversation, &target, None).unwrap().report.compressed_token_count)
         });
     }
     group.finish();

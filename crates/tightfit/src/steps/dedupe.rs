@@ -128,11 +128,19 @@ impl Step for Dedupe {
 /// First occurrences so far: result text hash → call id, media hash → where it is.
 #[derive(Debug, Default)]
 struct Seen {
-    results: HashMap<u128, String>,
+    results: HashMap<u128, FirstResult>,
     media: HashMap<u128, String>,
 }
 
 /// Where in a message a replacement goes.
+/// The first result with a given text: its call id, and once a repeat asked, whether the
+/// text has `min_tokens`.
+#[derive(Debug)]
+struct FirstResult {
+    id: String,
+    big_enough: Option<bool>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
     /// The whole content of a `tool`/`function` message.
@@ -196,16 +204,21 @@ impl Dedupe {
             return;
         }
         let text = joined_text(parts);
-        let first = match seen.results.entry(xxh3_128(text.as_bytes())) {
+        let (first, big_enough) = match seen.results.entry(xxh3_128(text.as_bytes())) {
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(id.to_string());
+                slot.insert(FirstResult { id: id.to_string(), big_enough: None });
                 return;
             }
-            std::collections::hash_map::Entry::Occupied(first) => first.get().clone(),
+            std::collections::hash_map::Entry::Occupied(mut first) => {
+                let first = first.get_mut();
+                // counted once per distinct text, however often it repeats
+                let big_enough = *first.big_enough.get_or_insert_with(|| {
+                    self.min_tokens == 0 || counter.count_till_limit(&text, self.min_tokens - 1).is_none()
+                });
+                (first.id.clone(), big_enough)
+            }
         };
         let reference = self.placeholder.replace("{id}", &first);
-        let big_enough =
-            self.min_tokens == 0 || counter.count_till_limit(&text, self.min_tokens - 1).is_none();
         if big_enough && reference.len() < text.len() {
             let target = block.map_or(Target::Content, Target::Block);
             let detail = format!("the result of {id}: identical to the result of {first}");
