@@ -139,11 +139,11 @@ fn check_step(
     let ok = repairable(conversation);
     let (a, b) = match (first, second) {
         (Ok(a), Ok(b)) => (a, b),
-        // a step that cuts the end of the conversation (keep_first, or any step with protection
-        // off) can end it inside a tool loop whose assistant message does not start with its
-        // thinking; Anthropic rejects that, and tightfit reports it instead of sending it
+        // a step with protection off may cut the start of the current tool turn, leaving an
+        // assistant message without its thinking; Anthropic rejects that, and tightfit reports
+        // it instead of sending it
         (Err(FitError::Invalid { violations, .. }), _)
-            if (name.starts_with("keep_first") || name.ends_with('!'))
+            if name.ends_with('!')
                 && violations.iter().all(|v| v.rule == tightfit::validate::Rule::MissingCurrentThinking) =>
         {
             return Ok(())
