@@ -21,22 +21,26 @@ def test_other_threads_run_python_while_fit_works() -> None:
         while not stop.is_set():
             counter += 1
 
+    def rate_during(work) -> tuple[float, float]:
+        before, started = counter, time.perf_counter()
+        work()
+        elapsed = time.perf_counter() - started
+        return (counter - before) / elapsed, elapsed
+
     thread = threading.Thread(target=spin)
     thread.start()
     try:
-        time.sleep(0.05)
-        before = counter
-        started = time.perf_counter()
-        tightfit.fit(messages, budget=128_000)
-        elapsed = time.perf_counter() - started
-        during = counter - before
+        free, _ = rate_during(lambda: time.sleep(0.2))  # the main thread gives the GIL up
+        busy, elapsed = rate_during(lambda: tightfit.fit(messages, budget=128_000))
     finally:
         stop.set()
         thread.join()
-    # Holding the GIL for the whole call would leave the spinning thread a few switch
-    # intervals at most; released, it runs for most of the call.
+    # Holding the GIL for the whole call leaves the spinning thread a switch interval or two
+    # (5 ms each): about 2% of its free rate, measured. Released around the engine, it runs at
+    # about half its free rate in a dev build (reading the dicts and building the changed ones
+    # hold the GIL), more in a release build.
     assert elapsed > 0.05
-    assert during > 2_000, f"{during} increments in {elapsed:.3f} s"
+    assert busy > 0.2 * free, f"{busy:.0f}/s while fitting against {free:.0f}/s free, over {elapsed:.3f} s"
 
 
 def test_afit_lets_other_coroutines_run() -> None:
