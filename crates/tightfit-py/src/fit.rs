@@ -30,8 +30,7 @@ pub(crate) struct FitResult {
 #[pymethods]
 impl FitResult {
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("FitResult({})", self.report.get().summary())
-            + &format!(" with {} messages", self.messages.bind(py).len())
+        format!("FitResult({} messages; {})", self.messages.bind(py).len(), self.report.get().summary())
     }
 }
 
