@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check, as CI runs it: formatting, lints, then all tests (unit, integration, doc) with
-# every feature. Developers run the same script.
+# every feature; then the Python package: build the wheel, install it into .venv, run pytest.
+# Developers run the same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,3 +11,19 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features
+
+echo "== python: wheel, install, pytest"
+# the virtual environment at the repository root (gitignored), made once and reused
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if [ ! -x .venv/bin/maturin ] || [ ! -x .venv/bin/pytest ]; then
+  .venv/bin/python -m pip install --quiet "maturin>=1.9.4,<2" "pytest>=8"
+fi
+wheels=$(mktemp -d)
+trap 'rm -rf "$wheels"' EXIT
+# a dev-profile wheel: it shares the build with the Rust tests above instead of a release build
+.venv/bin/maturin build --quiet --profile dev --interpreter .venv/bin/python \
+  -m crates/tightfit-py/Cargo.toml --out "$wheels"
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/tightfit-*.whl
+.venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider

@@ -54,6 +54,52 @@ pub enum Rule {
     MissingCurrentThinking,
 }
 
+impl Rule {
+    /// Every rule, in declaration order.
+    pub const ALL: [Rule; 13] = [
+        Rule::OrphanToolResult,
+        Rule::UnansweredToolCall,
+        Rule::LeadingToolResult,
+        Rule::DuplicateCallId,
+        Rule::MissingCallId,
+        Rule::UnsupportedRole,
+        Rule::SystemNotAtStart,
+        Rule::FirstNotUser,
+        Rule::NotAlternating,
+        Rule::ToolResultNotFirst,
+        Rule::UnsignedThinking,
+        Rule::EmptyText,
+        Rule::MissingCurrentThinking,
+    ];
+
+    /// The rule's stable snake_case name (`orphan_tool_result`), for machine-readable output
+    /// and the Python package; unlike the `Debug` form it is part of the API and will not
+    /// change when a variant is renamed in Rust.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::OrphanToolResult => "orphan_tool_result",
+            Rule::UnansweredToolCall => "unanswered_tool_call",
+            Rule::LeadingToolResult => "leading_tool_result",
+            Rule::DuplicateCallId => "duplicate_call_id",
+            Rule::MissingCallId => "missing_call_id",
+            Rule::UnsupportedRole => "unsupported_role",
+            Rule::SystemNotAtStart => "system_not_at_start",
+            Rule::FirstNotUser => "first_not_user",
+            Rule::NotAlternating => "not_alternating",
+            Rule::ToolResultNotFirst => "tool_result_not_first",
+            Rule::UnsignedThinking => "unsigned_thinking",
+            Rule::EmptyText => "empty_text",
+            Rule::MissingCurrentThinking => "missing_current_thinking",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One rule a history breaks, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
@@ -323,4 +369,28 @@ pub(crate) fn current_tool_turn<M: Borrow<Message>>(messages: &[M]) -> Option<us
     let turn_start = messages.iter().rposition(|m| starts_turn(m)).map_or(0, |user| user + 1);
     let index = turn_start + messages[turn_start..].iter().position(|m| m.role == Role::Assistant)?;
     messages[index].tool_calls().next().is_some().then_some(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_names_are_the_snake_case_of_the_variants_and_unique() {
+        let mut seen = HashSet::new();
+        for rule in Rule::ALL {
+            let debug = format!("{rule:?}");
+            let snake: String = debug
+                .chars()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    let sep = (i > 0 && c.is_ascii_uppercase()).then_some('_');
+                    sep.into_iter().chain(std::iter::once(c.to_ascii_lowercase()))
+                })
+                .collect();
+            assert_eq!(rule.as_str(), snake);
+            assert_eq!(rule.to_string(), snake);
+            assert!(seen.insert(rule.as_str()));
+        }
+    }
 }

@@ -1,0 +1,534 @@
+"""One class per engine step, for :class:`tightfit.Pipeline`.
+
+Each class is a thin record: its keyword arguments are the step's configuration keys (the same
+names a YAML pipeline uses), ``None`` meaning the engine's documented default. On construction
+the record is turned into its configuration map and checked by the engine, so a bad value
+raises :class:`tightfit.ConfigError` naming the key, with the engine's message. Every step
+takes ``when=``, a guard such as ``{"tokens_above": 100_000}`` (keys ``tokens_above``,
+``messages_above``, ``window_fraction_above``, ``over_budget``; several must all hold).
+
+The defaults and the behaviour of each step are documented on the engine's step, in
+``crates/tightfit/src/steps/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, Mapping, Sequence, TypedDict
+
+from tightfit import _native
+
+__all__ = [
+    "Condition",
+    "Step",
+    "DropThinking",
+    "DropBinary",
+    "DropRetryPrompts",
+    "DropToolCalls",
+    "DropEmpty",
+    "ClearToolResults",
+    "Dedupe",
+    "TruncateToolResults",
+    "TruncateText",
+    "KeepLast",
+    "KeepFirst",
+    "HeadAndTail",
+    "TokenBudget",
+    "MiddleOut",
+    "TaskTruncation",
+    "ContentName",
+    "Summarize",
+    "When",
+]
+
+Measure = Literal["messages", "pairs", "units"]
+KeepPart = Literal["head", "tail", "head_and_tail"]
+
+
+class Condition(TypedDict, total=False):
+    """A guard: the step runs only when every key given holds."""
+
+    tokens_above: int
+    messages_above: int
+    window_fraction_above: float
+    over_budget: bool
+
+
+class Step:
+    """A step's configuration, checked by the engine when it is made."""
+
+    type: ClassVar[str]
+    __slots__ = ("_config",)
+
+    def __init__(self, *, when: Condition | Mapping[str, Any] | None = None, **params: Any) -> None:
+        config: dict[str, Any] = {"type": self.type}
+        config.update((key, value) for key, value in params.items() if value is not None)
+        if when is not None:
+            config["when"] = dict(when)
+        _native.check_step(config)
+        self._config = config
+
+    def to_config(self) -> dict[str, Any]:
+        """The step's configuration map, as a YAML pipeline would hold it."""
+        return dict(self._config)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Step) and self._config == other._config
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{key}={value!r}" for key, value in self._config.items() if key != "type")
+        return f"{type(self).__name__}({args})"
+
+
+class DropThinking(Step):
+    """Remove thinking and reasoning from earlier turns (kept where a provider requires it)."""
+
+    type = "drop_thinking"
+
+    def __init__(
+        self,
+        *,
+        keep_current_turn: bool | None = None,
+        redacted: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(keep_current_turn=keep_current_turn, redacted=redacted, when=when)
+
+
+class DropBinary(Step):
+    """Remove images, audio and files; ``placeholder=True`` leaves a line naming each."""
+
+    type = "drop_binary"
+
+    def __init__(
+        self,
+        *,
+        placeholder: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            placeholder=placeholder,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class DropRetryPrompts(Step):
+    """Remove failed tool calls a later step retried, and retry prompts the conversation moved past."""
+
+    type = "drop_retry_prompts"
+
+    def __init__(
+        self,
+        *,
+        pattern: str | None = None,
+        error_pattern: str | None = None,
+        drop_rejected_replies: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            pattern=pattern,
+            error_pattern=error_pattern,
+            drop_rejected_replies=drop_rejected_replies,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class DropToolCalls(Step):
+    """Remove the calls of named tools together with their results."""
+
+    type = "drop_tool_calls"
+
+    def __init__(
+        self,
+        *,
+        exclude_tools: str | Sequence[str] | None = None,
+        include_only: str | Sequence[str] | None = None,
+        keep_current_turn: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            exclude_tools=_list(exclude_tools),
+            include_only=_list(include_only),
+            keep_current_turn=keep_current_turn,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class DropEmpty(Step):
+    """Remove messages that say nothing."""
+
+    type = "drop_empty"
+
+    def __init__(
+        self,
+        *,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(keep_system=keep_system, keep_newest_user_turn=keep_newest_user_turn, when=when)
+
+
+class ClearToolResults(Step):
+    """Replace old tool results by a placeholder, keeping the calls (all but the last ``keep``)."""
+
+    type = "clear_tool_results"
+
+    def __init__(
+        self,
+        *,
+        keep: int | None = None,
+        keep_units: int | None = None,
+        exclude_tools: str | Sequence[str] | None = None,
+        placeholder: str | None = None,
+        min_tokens: int | None = None,
+        clear_inputs: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            keep=keep,
+            keep_units=keep_units,
+            exclude_tools=_list(exclude_tools),
+            placeholder=placeholder,
+            min_tokens=min_tokens,
+            clear_inputs=clear_inputs,
+            when=when,
+        )
+
+
+class Dedupe(Step):
+    """Replace a repeated tool output, image or file by a reference to its first occurrence."""
+
+    type = "dedupe"
+
+    def __init__(
+        self,
+        *,
+        min_tokens: int | None = None,
+        placeholder: str | None = None,
+        media_placeholder: str | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            min_tokens=min_tokens,
+            placeholder=placeholder,
+            media_placeholder=media_placeholder,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class TruncateToolResults(Step):
+    """Cut long tool outputs to ``max_length`` characters or ``max_tokens`` tokens."""
+
+    type = "truncate_tool_results"
+
+    def __init__(
+        self,
+        *,
+        max_length: int | None = None,
+        max_tokens: int | None = None,
+        keep: KeepPart | None = None,
+        marker: str | None = None,
+        keep_last: int | None = None,
+        exclude_tools: str | Sequence[str] | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_length=max_length,
+            max_tokens=max_tokens,
+            keep=keep,
+            marker=marker,
+            keep_last=keep_last,
+            exclude_tools=_list(exclude_tools),
+            when=when,
+        )
+
+
+class TruncateText(Step):
+    """Cap the text of each message (of ``roles``) at ``max_length`` characters or ``max_tokens`` tokens."""
+
+    type = "truncate_text"
+
+    def __init__(
+        self,
+        *,
+        max_length: int | None = None,
+        max_tokens: int | None = None,
+        roles: str | Sequence[str] | None = None,
+        keep: KeepPart | None = None,
+        marker: str | None = None,
+        filter_dict: Mapping[str, Any] | None = None,
+        exclude_filter: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_length=max_length,
+            max_tokens=max_tokens,
+            roles=_list(roles),
+            keep=keep,
+            marker=marker,
+            filter_dict=_dict(filter_dict),
+            exclude_filter=exclude_filter,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class KeepLast(Step):
+    """Keep the last ``count`` messages, pairs or units (whole units: calls keep their results)."""
+
+    type = "keep_last"
+
+    def __init__(
+        self,
+        count: int | None = None,
+        *,
+        measure: Measure | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        keep_first_message: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            count=count,
+            measure=measure,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            keep_first_message=keep_first_message,
+            when=when,
+        )
+
+
+class KeepFirst(Step):
+    """Keep the first ``count`` messages, pairs or units."""
+
+    type = "keep_first"
+
+    def __init__(
+        self,
+        count: int | None = None,
+        *,
+        measure: Measure | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            count=count,
+            measure=measure,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class HeadAndTail(Step):
+    """Keep the first ``head`` and the last ``tail`` messages, pairs or units; optionally say how many were skipped."""
+
+    type = "head_and_tail"
+
+    def __init__(
+        self,
+        head: int | None = None,
+        tail: int | None = None,
+        *,
+        measure: Measure | None = None,
+        placeholder: str | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            head=head,
+            tail=tail,
+            measure=measure,
+            placeholder=placeholder,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class TokenBudget(Step):
+    """Keep the newest units that fit ``max_tokens`` (the call's budget when ``None``)."""
+
+    type = "token_budget"
+
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        *,
+        min_tokens: int | None = None,
+        allow_partial: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            allow_partial=allow_partial,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class MiddleOut(Step):
+    """Keep the system prompt, the start and the newest; remove (or shorten) from the middle until it fits."""
+
+    type = "middle_out"
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None = None,
+        keep_first: int | None = None,
+        keep_recent: int | None = None,
+        shorten: bool | None = None,
+        shorten_protected: bool | None = None,
+        min_text_tokens: int | None = None,
+        placeholder: str | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_tokens=max_tokens,
+            keep_first=keep_first,
+            keep_recent=keep_recent,
+            shorten=shorten,
+            shorten_protected=shorten_protected,
+            min_text_tokens=min_text_tokens,
+            placeholder=placeholder,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class TaskTruncation(Step):
+    """Keep the task's first user message and its newest assistant steps, respecting task boundaries."""
+
+    type = "task_truncation"
+
+    def __init__(
+        self,
+        *,
+        preserve_recent_pairs: int | None = None,
+        scope: Literal["current_task", "all"] | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            preserve_recent_pairs=preserve_recent_pairs,
+            scope=scope,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class ContentName(Step):
+    """Write each message's sender ``name`` into its text, at the start or the end."""
+
+    type = "content_name"
+
+    def __init__(
+        self,
+        *,
+        position: Literal["start", "end"] | None = None,
+        format_string: str | None = None,
+        deduplicate: bool | None = None,
+        filter_dict: Mapping[str, Any] | None = None,
+        exclude_filter: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            position=position,
+            format_string=format_string,
+            deduplicate=deduplicate,
+            filter_dict=_dict(filter_dict),
+            exclude_filter=exclude_filter,
+            when=when,
+        )
+
+
+class Summarize(Step):
+    """Replace older units by a summary (fails with StepFailed until summarizers land)."""
+
+    type = "summarize"
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        threshold: int | None = None,
+        keep_recent: int | None = None,
+        summary_prompt: str | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            threshold=threshold,
+            keep_recent=keep_recent,
+            summary_prompt=summary_prompt,
+            when=when,
+        )
+
+
+class When(Step):
+    """Run ``step`` only when every condition given holds (messages above 20 when none is)."""
+
+    type = "when"
+
+    def __init__(
+        self,
+        step: Step | Mapping[str, Any],
+        *,
+        tokens_above: int | None = None,
+        messages_above: int | None = None,
+        window_fraction_above: float | None = None,
+        over_budget: bool | None = None,
+    ) -> None:
+        inner = step.to_config() if isinstance(step, Step) else dict(step)
+        super().__init__(
+            step=inner,
+            tokens_above=tokens_above,
+            messages_above=messages_above,
+            window_fraction_above=window_fraction_above,
+            over_budget=over_budget,
+        )
+
+
+def _list(value: str | Sequence[str] | None) -> list[str] | str | None:
+    """A sequence of names as a list (the engine reads lists), a single name as it is."""
+    if value is None or isinstance(value, str):
+        return value
+    return list(value)
+
+
+def _dict(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if value is None else dict(value)

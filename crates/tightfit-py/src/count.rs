@@ -1,0 +1,84 @@
+//! `tightfit.count`: tokens per message and in total, counted the way the model's provider
+//! bills them, with the GIL released while the engine counts.
+
+use pyo3::prelude::*;
+use tightfit::models::Registry;
+use tightfit::tokens::ChatCounter;
+
+use crate::errors::{guard, Failure};
+use crate::input::RawInput;
+
+/// A conversation's tokens.
+#[pyclass(frozen, module = "tightfit", name = "Count")]
+pub(crate) struct PyCount {
+    /// Every token of the request: messages, tool schemas, reply priming.
+    #[pyo3(get)]
+    total: usize,
+    /// Tokens of each message, framing included, in order.
+    #[pyo3(get)]
+    per_message: Vec<usize>,
+    /// Tokens of the tool schemas.
+    #[pyo3(get)]
+    tools: usize,
+    /// Tokens the provider adds to prime the reply.
+    #[pyo3(get)]
+    priming: usize,
+    /// The model counted for, as `provider/id`.
+    #[pyo3(get)]
+    model: String,
+    /// Its context window.
+    #[pyo3(get)]
+    context_window: u64,
+    /// The tokenizer that counted (`o200k_base`, `claude-estimate`).
+    #[pyo3(get)]
+    counter: String,
+}
+
+#[pymethods]
+impl PyCount {
+    fn __int__(&self) -> usize {
+        self.total
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Count(total={}, messages={}, tools={}, priming={}, model={:?}, counter={:?})",
+            self.total,
+            self.per_message.len(),
+            self.tools,
+            self.priming,
+            self.model,
+            self.counter
+        )
+    }
+}
+
+/// Counts `messages` (and `tools`) for `model`. Costs one tokenizer pass over the text.
+#[pyfunction]
+#[pyo3(signature = (messages, model = "gpt-4o", *, tools = None, format = None))]
+pub(crate) fn count(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    model: &str,
+    tools: Option<&Bound<'_, PyAny>>,
+    format: Option<&str>,
+) -> PyResult<PyCount> {
+    let raw = RawInput::read(messages, tools, format)?;
+    let counted = py.detach(|| {
+        guard(|| {
+            let model = Registry::embedded().lookup(model)?;
+            let conversation = raw.parse()?;
+            let counter = ChatCounter::for_family(model.tokenizer);
+            let count = counter.count(&conversation.messages, conversation.tools.as_deref());
+            Ok::<_, Failure>(PyCount {
+                total: count.total,
+                per_message: count.per_message,
+                tools: count.tools,
+                priming: count.priming,
+                model: model.qualified_id(),
+                context_window: model.context_window,
+                counter: counter.text_counter().name().to_string(),
+            })
+        })
+    })?;
+    Ok(counted)
+}

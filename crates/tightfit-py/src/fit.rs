@@ -1,0 +1,85 @@
+//! `tightfit.fit`: the engine's `fit` with the GIL released, its messages handed back as the
+//! caller's own dicts wherever the engine left a message unchanged.
+
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use tightfit::fit::Target;
+use tightfit::models::Registry;
+
+use crate::convert::to_python;
+use crate::errors::{guard, Failure};
+use crate::input::RawInput;
+use crate::pipeline::PyPipeline;
+use crate::report::{PyPlan, PyReport};
+
+/// A fitted history: the messages to send, the report and the plan.
+#[pyclass(frozen, module = "tightfit", name = "FitResult")]
+pub(crate) struct FitResult {
+    /// The messages: the caller's own dict for every message sent as it came, a new dict for
+    /// every message a step changed or wrote.
+    #[pyo3(get)]
+    messages: Py<PyList>,
+    /// What was done, in numbers and lines.
+    #[pyo3(get)]
+    report: Py<PyReport>,
+    /// What happened to every input unit; `to_json()` for a checkpoint.
+    #[pyo3(get)]
+    plan: Py<PyPlan>,
+}
+
+#[pymethods]
+impl FitResult {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("FitResult({} messages; {})", self.messages.bind(py).len(), self.report.get().summary())
+    }
+}
+
+/// Fits `messages` to `model`'s window (or `budget`) with `pipeline` (the default ladder when
+/// `None`).
+///
+/// Costs, in order: a walk of the Python data to JSON (GIL held), then parse, count, fit,
+/// validate and the JSON of the changed messages (GIL released: other Python threads run),
+/// then one dict built per changed message (GIL held). Unchanged messages are not copied back.
+#[pyfunction]
+#[pyo3(signature = (messages, model = "gpt-4o", *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fit(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    model: &str,
+    budget: Option<usize>,
+    pipeline: Option<&Bound<'_, PyPipeline>>,
+    tools: Option<&Bound<'_, PyAny>>,
+    reserve_output: Option<u64>,
+    format: Option<&str>,
+) -> PyResult<FitResult> {
+    let raw = RawInput::read(messages, tools, format)?;
+    let pipeline = pipeline.map(|p| p.get().inner.clone());
+    let (report, plan) = py.detach(|| {
+        guard(|| {
+            let model = Registry::embedded().lookup(model)?;
+            let conversation = raw.parse()?;
+            let mut target = Target::for_model(model, reserve_output);
+            if let Some(budget) = budget {
+                target = target.with_budget(budget);
+            }
+            let fitted = tightfit::fit(&conversation, &target, pipeline.as_deref())?;
+            Ok::<_, Failure>((fitted.report, fitted.plan))
+        })
+    })?;
+    let out = PyList::empty(py);
+    for entry in &plan.output {
+        match (&entry.message, entry.input) {
+            (Some(message), _) => out.append(to_python(py, message)?)?,
+            (None, Some(i)) => out.append(messages.get_item(i)?)?,
+            (None, None) => {
+                return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
+            }
+        }
+    }
+    Ok(FitResult {
+        messages: out.unbind(),
+        report: Py::new(py, PyReport::from(report))?,
+        plan: Py::new(py, PyPlan::from(plan))?,
+    })
+}

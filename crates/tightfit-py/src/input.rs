@@ -1,0 +1,66 @@
+//! The caller's messages and tool schemas, read in two halves: the Python data is copied to
+//! JSON values while the GIL is held ([`RawInput::read`]), then parsed into the engine's
+//! message model without it ([`RawInput::parse`]).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use serde_json::{json, Value};
+use tightfit::format::{detect, parse_value, Format, FormatHint};
+use tightfit::steps::ConfigError;
+use tightfit::Conversation;
+
+use crate::convert::to_value;
+use crate::errors::Failure;
+
+/// Reads a format name (`openai`, `anthropic`) given under `key`; `None` means detect it.
+pub(crate) fn format_arg(name: Option<&str>, key: &str) -> Result<Option<Format>, Failure> {
+    name.map(|n| n.parse::<Format>().map_err(|reason| Failure::Config(ConfigError::new(key, reason))))
+        .transpose()
+}
+
+/// The messages and tools as JSON, not yet parsed.
+pub(crate) struct RawInput {
+    messages: Value,
+    tools: Option<Value>,
+    format: Option<Format>,
+}
+
+impl RawInput {
+    /// Copies `messages` (a list or tuple of dicts) and `tools` (a list of schemas or `None`)
+    /// out of Python. Needs the GIL; costs one walk over the data.
+    pub(crate) fn read(
+        messages: &Bound<'_, PyAny>,
+        tools: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+    ) -> Result<RawInput, Failure> {
+        if !(messages.is_instance_of::<PyList>() || messages.is_instance_of::<PyTuple>()) {
+            let found = messages.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            return Err(Failure::Type(format!("messages: expected a list of message dicts, found {found}")));
+        }
+        let format = format_arg(format, "format")?;
+        let messages = to_value(messages)
+            .map_err(|e| Failure::Format { path: e.path("messages"), reason: e.reason.clone() })?;
+        let tools = match tools {
+            Some(t) if !t.is_none() => Some(
+                to_value(t)
+                    .map_err(|e| Failure::Format { path: e.path("tools"), reason: e.reason.clone() })?,
+            ),
+            _ => None,
+        };
+        Ok(RawInput { messages, tools, format })
+    }
+
+    /// Parses the messages (format detected unless given) and the tool schemas in the same
+    /// format. Runs without the GIL. Message `i` of the result is item `i` of the caller's
+    /// list: a bare list of messages is read one message per item.
+    pub(crate) fn parse(self) -> Result<Conversation, Failure> {
+        let format = self.format.unwrap_or_else(|| detect(&self.messages));
+        let mut conversation = parse_value(self.messages, FormatHint::Exactly(format))?;
+        if let Some(tools) = self.tools {
+            // the reader knows tool schemas only inside a request body
+            let request = parse_value(json!({"messages": [], "tools": tools}), FormatHint::Exactly(format))?;
+            conversation.tools = request.tools;
+        }
+        Ok(conversation)
+    }
+}

@@ -1,0 +1,38 @@
+//! `tightfit._native`: the pyo3 skin over the tightfit engine.
+//!
+//! Everything here converts at the boundary and calls the engine: Python data to JSON values
+//! and back ([`convert`]), engine errors to Python exceptions ([`errors`]), and the GIL released
+//! around every piece of engine work. No fitting, counting or validation logic lives here.
+//! The Python package `tightfit` (in `python/tightfit/`) re-exports this module with the step
+//! classes, the async variants and the exception classes.
+
+#![forbid(unsafe_code)]
+
+mod convert;
+mod count;
+mod errors;
+mod fit;
+mod input;
+mod pipeline;
+mod report;
+mod validate;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<pipeline::PyPipeline>()?;
+    m.add_class::<fit::FitResult>()?;
+    m.add_class::<report::PyReport>()?;
+    m.add_class::<report::PyPlan>()?;
+    m.add_class::<count::PyCount>()?;
+    m.add_class::<validate::Violation>()?;
+    m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
+    m.add_function(wrap_pyfunction!(count::count, m)?)?;
+    m.add_function(wrap_pyfunction!(validate::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
+    Ok(())
+}

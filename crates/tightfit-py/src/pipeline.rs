@@ -1,0 +1,143 @@
+//! `tightfit.Pipeline`: an engine pipeline built once and shared by every call and thread.
+//!
+//! Every way in goes through the engine's configuration reader, so the keys, aliases, defaults
+//! and error messages are the engine's: a list of steps (the Python step classes turn
+//! themselves into the same maps a YAML file holds), YAML, TOML or JSON text, a file, a preset.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::{json, Value};
+use tightfit::config::{self, Syntax};
+use tightfit::presets;
+
+use crate::convert::to_value;
+use crate::errors::Failure;
+
+/// An immutable, checked pipeline of steps.
+#[pyclass(frozen, module = "tightfit", name = "Pipeline")]
+pub(crate) struct PyPipeline {
+    pub(crate) inner: Arc<tightfit::Pipeline>,
+}
+
+/// One step's configuration map: a dict as is, or what a step object's `to_config()` returns.
+fn step_config(step: &Bound<'_, PyAny>, index: usize) -> PyResult<Value> {
+    let map = if step.is_instance_of::<PyDict>() {
+        step.clone()
+    } else if step.hasattr("to_config")? {
+        step.call_method0("to_config")?
+    } else {
+        let found = step.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return Err(Failure::Type(format!(
+            "steps[{index}]: expected a step (tightfit.KeepLast(...), ...) or a dict, found {found}"
+        ))
+        .into());
+    };
+    to_value(&map).map_err(|e| {
+        Failure::Config(tightfit::steps::ConfigError::new(e.path(&format!("steps[{index}]")), e.reason))
+            .into()
+    })
+}
+
+fn built(result: Result<tightfit::Pipeline, tightfit::steps::ConfigError>) -> PyResult<PyPipeline> {
+    result.map(|p| PyPipeline { inner: Arc::new(p) }).map_err(|e| Failure::Config(e).into())
+}
+
+#[pymethods]
+impl PyPipeline {
+    /// A pipeline of `steps` (step objects or configuration dicts), run in order.
+    #[new]
+    fn new(steps: &Bound<'_, PyAny>) -> PyResult<PyPipeline> {
+        if steps.is_instance_of::<PyString>() || steps.is_instance_of::<PyDict>() {
+            return Err(Failure::Type("Pipeline(steps): expected a list of steps".into()).into());
+        }
+        let mut configs = Vec::new();
+        for (i, step) in steps.try_iter()?.enumerate() {
+            configs.push(step_config(&step?, i)?);
+        }
+        built(config::from_value(json!({ "steps": configs })))
+    }
+
+    /// A pipeline from YAML text (`steps:` or `preset:`, llmling's `compaction:` too).
+    #[staticmethod]
+    fn from_yaml(text: &str) -> PyResult<PyPipeline> {
+        built(config::from_str(text, Syntax::Yaml))
+    }
+
+    /// A pipeline from TOML text.
+    #[staticmethod]
+    fn from_toml(text: &str) -> PyResult<PyPipeline> {
+        built(config::from_str(text, Syntax::Toml))
+    }
+
+    /// A pipeline from JSON text.
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<PyPipeline> {
+        built(config::from_str(text, Syntax::Json))
+    }
+
+    /// A pipeline from a configuration file; the syntax comes from its extension (`.toml`,
+    /// `.json`, else YAML).
+    #[staticmethod]
+    fn from_file(path: PathBuf) -> PyResult<PyPipeline> {
+        built(config::from_path(&path))
+    }
+
+    /// A named preset: `middle-out` (the default ladder), `minimal`, `balanced`,
+    /// `summarizing`, `swarms`.
+    #[staticmethod]
+    fn preset(name: &str) -> PyResult<PyPipeline> {
+        built(presets::by_name(name))
+    }
+
+    /// The preset names.
+    #[staticmethod]
+    fn presets() -> Vec<&'static str> {
+        presets::NAMES.to_vec()
+    }
+
+    /// The names of the steps, in order (`["drop_thinking", "when"]`).
+    #[getter]
+    fn names(&self) -> Vec<&'static str> {
+        self.inner.steps().map(|s| s.name()).collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Two pipelines are equal when the engine built the same steps with the same settings,
+    /// whichever way they were written (classes, YAML, TOML, JSON, aliases).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.cast::<PyPipeline>() {
+            Ok(other) => format!("{:?}", self.inner) == format!("{:?}", other.get().inner),
+            Err(_) => false,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Pipeline({:?})", self.names())
+    }
+
+    /// The engine's full description of every step and its settings.
+    fn describe(&self) -> String {
+        format!("{:#?}", self.inner)
+    }
+}
+
+/// Checks one step's configuration map, raising `ConfigError` naming the key; steps call it
+/// when they are constructed, so a typo fails where it was written.
+#[pyfunction]
+pub(crate) fn check_step(config: &Bound<'_, PyAny>) -> PyResult<()> {
+    let value = to_value(config)
+        .map_err(|e| Failure::Config(tightfit::steps::ConfigError::new(e.path(""), e.reason)))?;
+    config::step_from_value(value).map(drop).map_err(|e| Failure::Config(e).into())
+}
+
+/// The step names configuration accepts, ours with their peers' aliases.
+#[pyfunction]
+pub(crate) fn step_names() -> Vec<(&'static str, Vec<&'static str>)> {
+    config::STEP_NAMES.iter().map(|(ours, aliases)| (*ours, aliases.to_vec())).collect()
+}

@@ -1,0 +1,165 @@
+//! The report and the plan of a run, as Python objects that keep the engine's values and
+//! convert them on access (a plan of a long history is large; most callers never read it).
+
+use pyo3::prelude::*;
+use tightfit::{Plan, Report};
+
+use crate::convert::to_python;
+
+fn json<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    let value =
+        serde_json::to_value(value).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    to_python(py, &value)
+}
+
+/// What a run did: the fields of swarms' `TransformResult`, the budget, the counter, one log
+/// entry per step that changed something, and the repairs made to a broken input.
+#[pyclass(frozen, module = "tightfit", name = "Report")]
+pub(crate) struct PyReport {
+    inner: Report,
+}
+
+impl From<Report> for PyReport {
+    fn from(inner: Report) -> PyReport {
+        PyReport { inner }
+    }
+}
+
+impl PyReport {
+    pub(crate) fn summary(&self) -> String {
+        self.inner.summary()
+    }
+}
+
+#[pymethods]
+impl PyReport {
+    /// Tokens of the request before (messages, tool schemas, priming).
+    #[getter]
+    fn original_token_count(&self) -> usize {
+        self.inner.original_token_count
+    }
+    /// Tokens after.
+    #[getter]
+    fn compressed_token_count(&self) -> usize {
+        self.inner.compressed_token_count
+    }
+    /// Messages before.
+    #[getter]
+    fn original_message_count(&self) -> usize {
+        self.inner.original_message_count
+    }
+    /// Messages after.
+    #[getter]
+    fn compressed_message_count(&self) -> usize {
+        self.inner.compressed_message_count
+    }
+    /// Tokens after / tokens before (1.0 when nothing changed).
+    #[getter]
+    fn compression_ratio(&self) -> f64 {
+        self.inner.compression_ratio
+    }
+    /// Whether the output differs from the input.
+    #[getter]
+    fn was_compressed(&self) -> bool {
+        self.inner.was_compressed
+    }
+    /// The budget fitted to.
+    #[getter]
+    fn budget(&self) -> Option<usize> {
+        self.inner.budget
+    }
+    /// The tokenizer that counted (`o200k_base`, `claude-estimate`).
+    #[getter]
+    fn counter(&self) -> &str {
+        &self.inner.counter
+    }
+    /// One dict per step that changed something: step, messages_before, messages_after,
+    /// tokens_before, tokens_after.
+    #[getter]
+    fn steps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.inner.steps)
+    }
+    /// What the repair pass fixed in a broken input, one line each.
+    #[getter]
+    fn repairs(&self) -> Vec<String> {
+        self.inner.repairs.clone()
+    }
+    /// The log lines: one per repair and one per step that changed something.
+    fn lines(&self) -> Vec<String> {
+        self.inner.lines()
+    }
+    /// `4,210 -> 1,980 tokens (0.47), 52 -> 17 messages, budget 2000`.
+    fn __str__(&self) -> String {
+        self.inner.summary()
+    }
+    fn __repr__(&self) -> String {
+        format!("Report({})", self.inner.summary())
+    }
+    /// Every field as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.inner)
+    }
+}
+
+/// What happened to every unit of the input, and the output message by message; replayable
+/// by the engine on the same input.
+#[pyclass(frozen, module = "tightfit", name = "Plan")]
+pub(crate) struct PyPlan {
+    inner: Plan,
+}
+
+impl From<Plan> for PyPlan {
+    fn from(inner: Plan) -> PyPlan {
+        PyPlan { inner }
+    }
+}
+
+#[pymethods]
+impl PyPlan {
+    /// The wire format of the stored messages.
+    #[getter]
+    fn format(&self) -> &str {
+        &self.inner.format
+    }
+    /// The number of input messages.
+    #[getter]
+    fn input_messages(&self) -> usize {
+        self.inner.input_messages
+    }
+    /// The fingerprint of the input.
+    #[getter]
+    fn input_fingerprint(&self) -> &str {
+        &self.inner.input_fingerprint
+    }
+    /// One dict per input unit: kind, messages ([start, end)), action, steps, details.
+    #[getter]
+    fn units<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.inner.units)
+    }
+    /// One dict per output message: `input` (the input index) and/or `message` (as sent,
+    /// when it is not the input message unchanged).
+    #[getter]
+    fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.inner.output)
+    }
+    /// Whether the plan changes anything.
+    fn changes_anything(&self) -> bool {
+        self.inner.changes_anything()
+    }
+    /// The plan as JSON text (what a checkpoint stores).
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.inner).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+    /// The plan as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.inner)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Plan({} units, {} -> {} messages)",
+            self.inner.units.len(),
+            self.inner.input_messages,
+            self.inner.output.len()
+        )
+    }
+}

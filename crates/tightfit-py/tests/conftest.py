@@ -1,0 +1,47 @@
+"""Shared helpers: the repository root (found from this file) and the corpus beside it."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def repo_root() -> Path:
+    """The repository root: the first parent whose Cargo.toml declares the workspace."""
+    for parent in Path(__file__).resolve().parents:
+        manifest = parent / "Cargo.toml"
+        if manifest.is_file() and "[workspace]" in manifest.read_text(encoding="utf-8"):
+            return parent
+    raise RuntimeError("cannot find the repository root above " + __file__)
+
+
+SHARED = repo_root().parent / "shared"
+DATA = SHARED / "data"
+
+
+@lru_cache(maxsize=None)
+def records(name: str) -> tuple[dict[str, Any], ...]:
+    """Every record (one conversation a line) of a corpus file, read once per session."""
+    path = DATA / name
+    if not path.is_file():
+        pytest.fail(f"missing {path}: the shared corpus must sit beside the repository")
+    with path.open(encoding="utf-8") as f:
+        return tuple(json.loads(line) for line in f if line.strip())
+
+
+def stats(name: str) -> dict[str, Any]:
+    """The converter's figures for a corpus file (tiktoken o200k_base counts)."""
+    table = json.loads((DATA / "stats.json").read_text(encoding="utf-8"))
+    return next(entry for entry in table if entry["file"] == name)
+
+
+def extreme(record_id: str) -> list[dict[str, Any]]:
+    """The messages of one of the extreme histories of `extreme_long.jsonl`."""
+    return next(r for r in records("extreme_long.jsonl") if r["id"] == record_id)["messages"]
+
+
+LARGEST = "concat/mini-swe-deepseek/1M"

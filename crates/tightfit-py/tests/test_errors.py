@@ -1,0 +1,144 @@
+"""Bad input gets the engine's clear error, as the right exception type, never a crash."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import pytest
+
+import tightfit
+
+HI = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]
+
+
+def test_the_hierarchy() -> None:
+    for cls in (tightfit.ConfigError, tightfit.FormatError, tightfit.InvalidHistory, tightfit.UnknownModel):
+        assert issubclass(cls, tightfit.Error) and issubclass(cls, ValueError)
+    for cls in (tightfit.CannotFit, tightfit.StepFailed):
+        assert issubclass(cls, tightfit.Error) and not issubclass(cls, ValueError)
+
+
+def test_cannot_fit_says_what_and_by_how_much() -> None:
+    with pytest.raises(tightfit.CannotFit) as info:
+        tightfit.fit(HI, "gpt-4o", budget=10)
+    e = info.value
+    assert (e.needed, e.budget, e.over) == (16, 10, 6)
+    assert "the system prompt (7 tokens)" in e.what and "the newest user turn (6 tokens)" in e.what
+    assert str(e) == f"{e.what} need 16 tokens, 6 over the budget of 10"
+
+
+def test_unknown_model_suggests_names() -> None:
+    with pytest.raises(tightfit.UnknownModel) as info:
+        tightfit.count(HI, model="gpt-4oo")
+    assert info.value.name == "gpt-4oo"
+    assert info.value.suggestions[0] == "gpt-4o"
+    assert str(info.value).startswith('unknown model "gpt-4oo" (did you mean gpt-4o')
+    with pytest.raises(ValueError):
+        tightfit.fit(HI, model="no-such-model")
+
+
+def test_format_errors_name_the_message_and_field() -> None:
+    bad = HI + [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": None}}]}]
+    with pytest.raises(tightfit.FormatError) as info:
+        tightfit.fit(bad)
+    assert info.value.index == 2
+    assert info.value.path == "messages[2].tool_calls[0].function.arguments"
+    assert str(info.value).startswith("messages[2].tool_calls[0].function.arguments: expected a string")
+
+    with pytest.raises(tightfit.FormatError, match=r"^messages\[1\]: expected an object"):
+        tightfit.count([HI[0], "not a message"])
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (datetime.date(2025, 1, 1), "found date"),
+        (math.nan, "not a finite number"),
+        ({1: "x"}, "a key that is not a string (int)"),
+        (2**70, "too large"),
+        ({"a", "b"}, "found set"),
+    ],
+)
+def test_data_that_is_not_json_is_named_where_it_sits(value: object, reason: str) -> None:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi", "extra": value}]}]
+    with pytest.raises(tightfit.FormatError) as info:
+        tightfit.fit(messages)
+    assert info.value.index == 0
+    assert info.value.path == "messages[0].content[0].extra"
+    assert reason in str(info.value)
+
+
+def test_nesting_is_bounded() -> None:
+    deep: object = "bottom"
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(tightfit.FormatError, match="nested deeper than 128 levels"):
+        tightfit.count([{"role": "user", "content": "x", "extra": deep}])
+
+
+def test_tool_schema_errors_name_the_tool() -> None:
+    good = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    with pytest.raises(tightfit.FormatError) as info:
+        tightfit.count(HI, tools=[good, {"type": "function", "function": {"name": 5}}])
+    assert str(info.value) == "tools[1].function.name: expected a string, found a number"
+    assert info.value.index is None
+    with pytest.raises(tightfit.FormatError) as info:
+        tightfit.count(HI, tools=[good, {"type": "function", "function": {"name": b"f"}}])
+    assert info.value.path == "tools[1].function.name" and "found bytes" in info.value.reason
+
+
+def test_wrong_python_types_are_type_errors() -> None:
+    with pytest.raises(TypeError, match="messages: expected a list of message dicts, found str"):
+        tightfit.fit("hello")
+    with pytest.raises(TypeError, match="found dict"):
+        tightfit.count({"messages": HI})
+    with pytest.raises(TypeError, match=r"steps\[1\]: expected a step"):
+        tightfit.Pipeline([tightfit.KeepLast(3), 42])
+
+
+def test_config_errors_name_the_key() -> None:
+    with pytest.raises(tightfit.ConfigError) as info:
+        tightfit.KeepLast(count=-1)
+    assert info.value.key == "count"
+    assert str(info.value) == "count: expected a whole number of at least 0, found -1"
+
+    with pytest.raises(tightfit.ConfigError) as info:
+        tightfit.Pipeline([tightfit.DropThinking(), {"type": "keep_last", "cont": 3}])
+    assert info.value.key == "steps[1].cont"
+    assert 'did you mean "count"?' in str(info.value)
+
+    with pytest.raises(tightfit.ConfigError, match='steps\\[0\\].type: unknown step "keep_lats"; did you mean "keep_last"'):
+        tightfit.Pipeline.from_yaml("steps:\n  - type: keep_lats\n")
+
+    with pytest.raises(tightfit.ConfigError, match="unknown preset"):
+        tightfit.fit(HI, pipeline="no-such-preset")
+
+    with pytest.raises(tightfit.ConfigError) as info:
+        tightfit.fit(HI, format="gemini")
+    assert info.value.key == "format"
+
+    with pytest.raises(tightfit.ConfigError) as info:
+        tightfit.validate(HI, provider="gemini")
+    assert info.value.key == "provider"
+
+    with pytest.raises(tightfit.ConfigError) as info:
+        tightfit.KeepLast(3, when={"tokens_abov": 5})
+    assert info.value.key == "when.tokens_abov"
+
+
+def test_a_failing_step_is_step_failed() -> None:
+    with pytest.raises(tightfit.StepFailed) as info:
+        tightfit.fit(HI * 15, pipeline=[tightfit.Summarize(threshold=2, keep_recent=1)])
+    assert info.value.step == "summarize"
+
+
+def test_invalid_history_lists_the_violations() -> None:
+    # a role no provider knows is not something the repair pass can fix
+    messages = [{"role": "user", "content": "hi"}, {"role": "narrator", "content": "meanwhile"}]
+    with pytest.raises(tightfit.InvalidHistory) as info:
+        tightfit.fit(messages)
+    e = info.value
+    assert e.provider == "openai"
+    assert [(v.index, v.rule) for v in e.violations] == [(1, "unsupported_role")]
+    assert str(e).startswith("the fitted history is not valid for openai: messages[1]:")

@@ -1,0 +1,94 @@
+"""fit on real histories: within budget, valid, the report and plan consistent with the output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tightfit
+from conftest import LARGEST, extreme, records
+
+
+def test_the_largest_real_history_fits_128k_within_budget() -> None:
+    messages = extreme(LARGEST)  # 4,857 messages, 1,006,590 tokens
+    result = tightfit.fit(messages, "gpt-4o", budget=128_000)
+    report = result.report
+    assert report.original_token_count == 1_006_590
+    assert report.original_message_count == len(messages)
+    assert report.compressed_token_count <= 128_000
+    assert report.compressed_token_count == tightfit.count(result.messages).total
+    assert report.compressed_message_count == len(result.messages)
+    assert report.was_compressed and report.budget == 128_000
+    assert report.compression_ratio == pytest.approx(report.compressed_token_count / 1_006_590)
+    assert tightfit.validate(result.messages, "openai") == []
+    # the system prompt and the newest user turn are kept as they came
+    assert result.messages[0] is messages[0]
+    assert result.messages[-1] is messages[-1]
+    assert [s["step"] for s in report.steps][-1] == "middle_out"
+    assert all(line.startswith(s["step"]) for line, s in zip(report.lines(), report.steps))
+
+
+@pytest.mark.parametrize(
+    "record_id", ["aider/chat-history/ALL-SESSIONS", "concat/mini-swe-deepseek/250k", "concat/tau-bench-airline/250k"]
+)
+def test_extreme_histories_fit_the_model_window(record_id: str) -> None:
+    messages = extreme(record_id)
+    result = tightfit.fit(messages, "gpt-4o")
+    # gpt-4o: a 128,000-token window less the 4,096 output tokens reserved by default
+    assert result.report.budget == 128_000 - 4_096
+    assert tightfit.count(result.messages).total == result.report.compressed_token_count <= 123_904
+    assert tightfit.validate(result.messages) == []
+
+
+def test_report_and_plan_describe_the_run() -> None:
+    messages = extreme("concat/tau-bench-airline/250k")
+    result = tightfit.fit(messages, budget=16_000, reserve_output=0)
+    report = result.report.to_dict()
+    for key in (
+        "original_token_count",
+        "compressed_token_count",
+        "original_message_count",
+        "compressed_message_count",
+        "compression_ratio",
+        "was_compressed",
+        "steps",
+        "repairs",
+    ):
+        assert key in report
+    assert report["compressed_token_count"] == result.report.compressed_token_count
+    plan = json.loads(result.plan.to_json())
+    assert plan == result.plan.to_dict()
+    assert plan["input_messages"] == len(messages) == result.plan.input_messages
+    assert len(plan["output"]) == len(result.messages)
+    assert sum(u["messages"][1] - u["messages"][0] for u in plan["units"]) == len(messages)
+    assert {u["action"] for u in result.plan.units} >= {"kept", "dropped"}
+    assert result.plan.changes_anything()
+
+
+def test_reserve_output_and_budget() -> None:
+    messages = records("agent_tau_bench_airline_gpt4o.jsonl")[0]["messages"]
+    assert tightfit.fit(messages, "gpt-4o", reserve_output=1000).report.budget == 127_000
+    assert tightfit.fit(messages, "gpt-4o", budget=5_000).report.budget == 5_000
+
+
+def test_tools_count_against_the_budget() -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    tools = [{"type": "function", "function": {"name": "f" * 40, "description": "d " * 200, "parameters": {"type": "object"}}}]
+    with pytest.raises(tightfit.CannotFit) as info:
+        tightfit.fit(messages, budget=100, tools=tools)
+    assert "tool schemas" in info.value.what
+
+
+def test_anthropic_histories_stay_anthropic_and_valid() -> None:
+    messages = [{"role": "user", "content": "Start."}]
+    for i in range(30):
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read", "input": {"n": i}}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "data " * 300}]})
+    messages.append({"role": "assistant", "content": "Done."})
+    messages.append({"role": "user", "content": "Summarize."})
+    result = tightfit.fit(messages, "claude-sonnet-4-5", budget=3_000)
+    assert result.plan.format == "anthropic"
+    assert result.report.compressed_token_count <= 3_000
+    assert tightfit.validate(result.messages, "anthropic") == []
+    assert result.messages[-1] is messages[-1]
