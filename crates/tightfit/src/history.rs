@@ -355,7 +355,8 @@ impl<'a> History<'a> {
     }
 
     /// The fitted messages, the plan of what happened to every input unit, and the count cache
-    /// (to reuse on the next call).
+    /// (to reuse on the next call). `input` is the slice this history was made from (the plan
+    /// carries the fingerprint taken when it was counted).
     pub fn finish(mut self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
         let input_units = match (self.revision, self.input_units.take()) {
             (_, Some(units)) => units,
