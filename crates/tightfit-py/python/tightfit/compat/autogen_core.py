@@ -189,7 +189,9 @@ def _openai_counter(client: Any) -> tuple[str, bool, Callable[[], int]] | None:
         return None
     cls = type(client)
     if (
-        cls.count_tokens is not BaseOpenAIChatCompletionClient.count_tokens
+        "count_tokens" in vars(client)
+        or "remaining_tokens" in vars(client)
+        or cls.count_tokens is not BaseOpenAIChatCompletionClient.count_tokens
         or cls.remaining_tokens is not BaseOpenAIChatCompletionClient.remaining_tokens
     ):
         return None
