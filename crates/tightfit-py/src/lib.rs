@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod autogen;
 mod convert;
 mod count;
 mod errors;
@@ -29,6 +30,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::PyPlan>()?;
     m.add_class::<count::PyCount>()?;
     m.add_class::<validate::Violation>()?;
+    m.add_class::<autogen::PyAutogenContext>()?;
+    m.add_class::<autogen::PyAutogenHistory>()?;
     m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;
     m.add_function(wrap_pyfunction!(validate::validate, m)?)?;

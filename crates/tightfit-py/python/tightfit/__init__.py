@@ -31,6 +31,9 @@ from tightfit.errors import (
     UnknownModel,
 )
 from tightfit.steps import (
+    AutogenBuffered,
+    AutogenHeadAndTail,
+    AutogenTokenLimited,
     ClearToolResults,
     Condition,
     ContentName,
@@ -86,6 +89,9 @@ __all__ = [
     "ContentName",
     "Summarize",
     "When",
+    "AutogenBuffered",
+    "AutogenHeadAndTail",
+    "AutogenTokenLimited",
     "Error",
     "ConfigError",
     "FormatError",

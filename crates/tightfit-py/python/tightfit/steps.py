@@ -38,6 +38,9 @@ __all__ = [
     "ContentName",
     "Summarize",
     "When",
+    "AutogenBuffered",
+    "AutogenHeadAndTail",
+    "AutogenTokenLimited",
 ]
 
 Measure = Literal["messages", "pairs", "units"]
@@ -521,6 +524,47 @@ class When(Step):
             window_fraction_above=window_fraction_above,
             over_budget=over_budget,
         )
+
+
+class AutogenBuffered(Step):
+    """autogen-core's ``BufferedChatCompletionContext``: the last ``buffer_size`` autogen messages
+    (a run of tool results is one), less results left first; tool steps it cuts are dropped."""
+
+    type = "autogen_buffered"
+
+    def __init__(self, buffer_size: int | None = None, *, when: Condition | Mapping[str, Any] | None = None) -> None:
+        super().__init__(buffer_size=buffer_size, when=when)
+
+
+class AutogenHeadAndTail(Step):
+    """autogen-core's ``HeadAndTailChatCompletionContext``, with its "Skipped N messages." placeholder."""
+
+    type = "autogen_head_and_tail"
+
+    def __init__(
+        self,
+        head_size: int | None = None,
+        tail_size: int | None = None,
+        *,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(head_size=head_size, tail_size=tail_size, when=when)
+
+
+class AutogenTokenLimited(Step):
+    """autogen-core's ``TokenLimitedChatCompletionContext`` with autogen-ext's OpenAI counter:
+    removes the middle message until ``token_limit`` (the call's budget when ``None``) holds."""
+
+    type = "autogen_token_limited"
+
+    def __init__(
+        self,
+        token_limit: int | None = None,
+        *,
+        encoding: Literal["o200k_base", "cl100k_base"] | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(token_limit=token_limit, encoding=encoding, when=when)
 
 
 def _list(value: str | Sequence[str] | None) -> list[str] | str | None:

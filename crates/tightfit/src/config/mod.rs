@@ -171,6 +171,9 @@ pub const STEP_NAMES: &[(&str, &[&str])] = &[
     ("task_truncation", &["truncation"]),
     ("summarize", &[]),
     ("when", &["when_count_exceeds", "when_message_count_exceeds", "conditional"]),
+    ("autogen_buffered", &["BufferedChatCompletionContext"]),
+    ("autogen_head_and_tail", &["HeadAndTailChatCompletionContext"]),
+    ("autogen_token_limited", &["TokenLimitedChatCompletionContext"]),
 ];
 
 fn canonical(name: &str) -> Option<&'static str> {
@@ -226,6 +229,9 @@ fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
                 p.value(&["step"]).ok_or_else(|| ConfigError::new("step", "missing: the step to guard"))?;
             let step = step_from_value(inner).map_err(|e| e.within("step"))?;
             Ok(Box::new(When { condition, step }))
+        }
+        "autogen_buffered" | "autogen_head_and_tail" | "autogen_token_limited" => {
+            Ok(Box::new(AutogenContext::from_params_named(canonical, p)?))
         }
         other => Err(ConfigError::new("type", format!("step {other:?} is not available"))),
     }

@@ -14,12 +14,15 @@
 //! | rewrite | [`ContentName`] |
 //! | compress | [`Summarize`] (configuration only until summarizers land) |
 //! | control | [`When`] |
+//! | peers | [`AutogenContext`] (autogen-core's contexts, exactly, kept valid) |
 
 use std::fmt;
 
 use crate::format::Format;
 use crate::history::History;
 
+mod autogen_context;
+mod autogen_message;
 mod clear_tool_results;
 mod content_name;
 mod dedupe;
@@ -43,6 +46,12 @@ mod truncate_text;
 mod truncate_tool_results;
 mod when;
 
+pub use autogen_context::{
+    autogen_skipped_text, buffered as autogen_buffered, head_and_tail as autogen_head_and_tail,
+    token_limited as autogen_token_limited, token_limited_with as autogen_token_limited_with, AutogenContext,
+    AutogenPolicy, AutogenView, ViewPart,
+};
+pub use autogen_message::{AutogenCall, AutogenFormatError, AutogenMessage, AutogenPart, AutogenResult};
 pub use clear_tool_results::ClearToolResults;
 pub use content_name::{ContentName, NamePosition};
 pub use dedupe::Dedupe;
