@@ -171,6 +171,8 @@ pub const STEP_NAMES: &[(&str, &[&str])] = &[
     ("task_truncation", &["truncation"]),
     ("summarize", &[]),
     ("when", &["when_count_exceeds", "when_message_count_exceeds", "conditional"]),
+    ("ag2_history_limiter", &[]),
+    ("ag2_token_limiter", &[]),
 ];
 
 fn canonical(name: &str) -> Option<&'static str> {
@@ -208,6 +210,8 @@ fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
         "task_truncation" => from::<TaskTruncation>(p),
         "middle_out" => from::<MiddleOut>(p),
         "summarize" => from::<Summarize>(p),
+        "ag2_history_limiter" => from::<Ag2HistoryLimiter>(p),
+        "ag2_token_limiter" => from::<Ag2TokenLimiter>(p),
         "when" => {
             // llmling: `threshold` counts messages; ours: any condition key
             let mut map = Map::new();

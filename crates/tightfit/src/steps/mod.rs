@@ -12,6 +12,7 @@
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
 //! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
 //! | rewrite | [`ContentName`] |
+//! | peers, result for result | [`Ag2HistoryLimiter`], [`Ag2TokenLimiter`] (AG2's transforms, quirks included) |
 //! | compress | [`Summarize`] (configuration only until summarizers land) |
 //! | control | [`When`] |
 
@@ -20,6 +21,9 @@ use std::fmt;
 use crate::format::Format;
 use crate::history::History;
 
+mod ag2_history_limiter;
+pub mod ag2_select;
+mod ag2_token_limiter;
 mod clear_tool_results;
 mod content_name;
 mod dedupe;
@@ -43,6 +47,10 @@ mod truncate_text;
 mod truncate_tool_results;
 mod when;
 
+pub use ag2_history_limiter::Ag2HistoryLimiter;
+pub use ag2_token_limiter::{
+    ag2_token_limit, history_text_tokens, text_tokens, Ag2Error, Ag2TokenLimiter, Kept, AG2_DEFAULT_MODEL,
+};
 pub use clear_tool_results::ClearToolResults;
 pub use content_name::{ContentName, NamePosition};
 pub use dedupe::Dedupe;

@@ -18,6 +18,7 @@ mod estimate;
 mod hf;
 pub mod image;
 mod schema;
+pub mod tiktoken;
 
 pub use bpe::OpenAiEncoding;
 pub use cache::{message_fingerprint, CountCache, RunningCount};
