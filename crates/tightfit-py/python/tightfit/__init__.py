@@ -31,6 +31,8 @@ from tightfit.errors import (
     UnknownModel,
 )
 from tightfit.steps import (
+    Ag2HistoryLimiter,
+    Ag2TokenLimiter,
     ClearToolResults,
     Condition,
     ContentName,
@@ -86,6 +88,8 @@ __all__ = [
     "ContentName",
     "Summarize",
     "When",
+    "Ag2HistoryLimiter",
+    "Ag2TokenLimiter",
     "Error",
     "ConfigError",
     "FormatError",

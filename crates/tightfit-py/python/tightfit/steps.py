@@ -38,6 +38,8 @@ __all__ = [
     "ContentName",
     "Summarize",
     "When",
+    "Ag2HistoryLimiter",
+    "Ag2TokenLimiter",
 ]
 
 Measure = Literal["messages", "pairs", "units"]
@@ -464,6 +466,7 @@ class ContentName(Step):
         deduplicate: bool | None = None,
         filter_dict: Mapping[str, Any] | None = None,
         exclude_filter: bool | None = None,
+        tool_results: bool | None = None,
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -472,6 +475,7 @@ class ContentName(Step):
             deduplicate=deduplicate,
             filter_dict=_dict(filter_dict),
             exclude_filter=exclude_filter,
+            tool_results=tool_results,
             when=when,
         )
 
@@ -520,6 +524,54 @@ class When(Step):
             messages_above=messages_above,
             window_fraction_above=window_fraction_above,
             over_budget=over_budget,
+        )
+
+
+class Ag2HistoryLimiter(Step):
+    """AG2's ``MessageHistoryLimiter``, result for result (its split tool steps kept whole)."""
+
+    type = "ag2_history_limiter"
+
+    def __init__(
+        self,
+        max_messages: int | None = None,
+        *,
+        keep_first_message: bool | None = None,
+        exclude_names: Sequence[str] | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_messages=max_messages,
+            keep_first_message=keep_first_message,
+            exclude_names=_list(exclude_names),
+            when=when,
+        )
+
+
+class Ag2TokenLimiter(Step):
+    """AG2's ``MessageTokenLimiter``, token for token (cl100k text counts, cuts in ``model``'s encoding)."""
+
+    type = "ag2_token_limiter"
+
+    def __init__(
+        self,
+        *,
+        max_tokens_per_message: int | None = None,
+        max_tokens: int | None = None,
+        min_tokens: int | None = None,
+        model: str | None = None,
+        filter_dict: Mapping[str, Any] | None = None,
+        exclude_filter: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_tokens_per_message=max_tokens_per_message,
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            model=model,
+            filter_dict=_dict(filter_dict),
+            exclude_filter=exclude_filter,
+            when=when,
         )
 
 
