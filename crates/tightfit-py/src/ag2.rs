@@ -27,13 +27,13 @@ use crate::errors::Failure;
 use crate::input::RawInput;
 use crate::pipeline::PyPipeline;
 
-/// The items of a list or tuple of messages.
-fn items<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+/// The caller's messages as a list to index (a tuple is copied into one: references only).
+fn items<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
     if let Ok(list) = messages.cast::<PyList>() {
-        return Ok(list.iter().collect());
+        return Ok(list.clone());
     }
     if let Ok(tuple) = messages.cast::<PyTuple>() {
-        return Ok(tuple.iter().collect());
+        return PyList::new(messages.py(), tuple.iter());
     }
     let found = messages.get_type().name().map(|n| n.to_string()).unwrap_or_default();
     Err(Failure::Type(format!("messages: expected a list of message dicts, found {found}")).into())
@@ -94,8 +94,9 @@ fn shape_of(item: &Bound<'_, PyAny>, index: usize) -> PyResult<Shape> {
         }
         .into());
     };
+    // the name is read apart, only when names are excluded
     let role = string_field(dict, "role")?.unwrap_or_default();
-    let mut shape = Shape { name: string_field(dict, "name")?, ..Shape::default() };
+    let mut shape = Shape::default();
     if let Some(id) = string_field(dict, "tool_call_id")? {
         shape.answers.push(id);
     }
@@ -156,10 +157,14 @@ impl PyAg2HistoryLimiter {
     /// message's name when names are excluded), nothing else.
     fn apply<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let items = items(messages)?;
-        let mut read = |i: usize| shape_of(&items[i], i);
-        let mut excluded = |i: usize| name_test(&items[i], |name| self.inner.excludes(name));
+        let mut read = |i: usize| shape_of(&items.get_item(i)?, i);
+        let mut excluded = |i: usize| name_test(&items.get_item(i)?, |name| self.inner.excludes(name));
         let kept = self.inner.select(items.len(), &mut read, &mut excluded)?;
-        PyList::new(py, kept.into_iter().map(|i| &items[i]))
+        let out = PyList::empty(py);
+        for i in kept {
+            out.append(items.get_item(i)?)?;
+        }
+        Ok(out)
     }
 }
 
@@ -226,7 +231,8 @@ impl PyAg2TokenLimiter {
     fn apply<'py>(&self, py: Python<'py>, messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let items = items(messages)?;
         let mut read = |i: usize| -> Result<Cow<'static, Message>, TokenFailure> {
-            read_message(&items[i], i).map(Cow::Owned).map_err(|f| TokenFailure::Py(f.into()))
+            let item = items.get_item(i).map_err(TokenFailure::Py)?;
+            read_message(&item, i).map(Cow::Owned).map_err(|f| TokenFailure::Py(f.into()))
         };
         let kept = self.inner.select(items.len(), &mut read).map_err(token_error)?;
         let out = PyList::empty(py);
@@ -237,7 +243,7 @@ impl PyAg2TokenLimiter {
                     let Value::Array(mut values) = value else { unreachable!("an array of messages") };
                     out.append(to_python(py, &values.remove(0))?)?;
                 }
-                None => out.append(&items[k.index])?,
+                None => out.append(items.get_item(k.index)?)?,
             }
         }
         Ok(out)

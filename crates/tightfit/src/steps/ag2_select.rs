@@ -148,6 +148,36 @@ fn faults<E>(shapes: &mut Shapes<'_, E>) -> Result<Faults, E> {
     Ok(faults)
 }
 
+/// The kept messages a cut can have split a step at: a step's call and results are
+/// consecutive in the input, so a split needs a gap in `kept` next to it. These are the
+/// results right after a gap, and the call of the step right before one (reached back over
+/// the kept results before the gap). Cost: O(gaps + the results beside them).
+fn beside_gaps<E>(shapes: &mut Shapes<'_, E>, kept: &[usize]) -> Result<Vec<usize>, E> {
+    let len = shapes.len();
+    let mut suspects = Vec::new();
+    for (j, &k) in kept.iter().enumerate() {
+        let gap_before = if j == 0 { k > 0 } else { kept[j - 1] + 1 != k };
+        let gap_after = if j + 1 == kept.len() { k + 1 < len } else { kept[j + 1] != k + 1 };
+        if gap_before {
+            let mut t = j;
+            while t < kept.len() && (t == j || kept[t] == kept[t - 1] + 1) && shapes.get(kept[t])?.is_result {
+                suspects.push(kept[t]);
+                t += 1;
+            }
+        }
+        if gap_after {
+            let mut t = j;
+            while t > 0 && kept[t - 1] + 1 == kept[t] && shapes.get(kept[t])?.is_result {
+                t -= 1;
+            }
+            suspects.push(kept[t]);
+        }
+    }
+    suspects.sort_unstable();
+    suspects.dedup();
+    Ok(suspects)
+}
+
 /// Removes from `kept` (input indexes, ascending) what would split a tool step: a kept call
 /// whose results are not all kept goes with its kept results; a kept result whose call is not
 /// kept goes. Then, unless the input itself starts with a tool result, results at the start of
@@ -157,23 +187,21 @@ fn faults<E>(shapes: &mut Shapes<'_, E>) -> Result<Faults, E> {
 /// results) somewhere, a split of that kind is left as AG2 leaves it, so that a history that
 /// was already broken comes back exactly as AG2 returns it rather than half mended.
 ///
-/// Cost: O(kept messages + the results next to them); one pass over the whole input when a
-/// split is found (to learn the input's faults).
+/// Cost: O(gaps in the selection + the results beside them); one pass over the whole input
+/// when a split is found (to learn the input's faults).
 pub fn keep_steps_whole<E>(shapes: &mut Shapes<'_, E>, kept: &mut Vec<usize>) -> Result<bool, E> {
     let before = kept.len();
+    let suspects = beside_gaps(shapes, kept)?;
     let mut split_calls = Vec::new();
-    for &i in kept.iter() {
-        if shapes.get(i)?.calls.is_empty() {
-            continue;
-        }
-        let results = results_of(shapes, i)?;
-        if results.iter().any(|r| kept.binary_search(r).is_err()) {
-            split_calls.push(i);
-            split_calls.extend(results);
-        }
-    }
     let mut cut_results = Vec::new();
-    for &i in kept.iter() {
+    for i in suspects {
+        if !shapes.get(i)?.calls.is_empty() {
+            let results = results_of(shapes, i)?;
+            if results.iter().any(|r| kept.binary_search(r).is_err()) {
+                split_calls.push(i);
+                split_calls.extend(results.into_iter().filter(|r| kept.binary_search(r).is_ok()));
+            }
+        }
         if shapes.get(i)?.is_result {
             if let Some(call) = call_of(shapes, i)? {
                 if kept.binary_search(&call).is_err() {

@@ -356,8 +356,12 @@ impl Ag2TokenLimiter {
             if let Some(token) = disallowed_special(encoding, text) {
                 return Err(Ag2Error::SpecialToken { index, token });
             }
-            // no text has more tokens than bytes: nothing to cut
-            if n >= text.len() as i128 {
+            // no text has more tokens than bytes; and a text within the limit (counted with
+            // the cached, early-stopping counter) is left whole: nothing to cut
+            if n >= text.len() as i128
+                || (n >= 0
+                    && encoding.count_till_limit(text, usize::try_from(n).unwrap_or(usize::MAX)).is_some())
+            {
                 return Ok(text.to_string());
             }
             Ok(truncate_to_tokens(encoding, text, n))
