@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ag2;
 mod autogen;
 mod convert;
 mod count;
@@ -37,5 +38,9 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate::validate, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
+    m.add_class::<ag2::PyAg2HistoryLimiter>()?;
+    m.add_class::<ag2::PyAg2TokenLimiter>()?;
+    m.add_function(wrap_pyfunction!(ag2::ag2_text_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(ag2::apply_steps, m)?)?;
     Ok(())
 }

@@ -41,6 +41,8 @@ __all__ = [
     "AutogenBuffered",
     "AutogenHeadAndTail",
     "AutogenTokenLimited",
+    "Ag2HistoryLimiter",
+    "Ag2TokenLimiter",
 ]
 
 Measure = Literal["messages", "pairs", "units"]
@@ -467,6 +469,7 @@ class ContentName(Step):
         deduplicate: bool | None = None,
         filter_dict: Mapping[str, Any] | None = None,
         exclude_filter: bool | None = None,
+        tool_results: bool | None = None,
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -475,6 +478,7 @@ class ContentName(Step):
             deduplicate=deduplicate,
             filter_dict=_dict(filter_dict),
             exclude_filter=exclude_filter,
+            tool_results=tool_results,
             when=when,
         )
 
@@ -565,6 +569,52 @@ class AutogenTokenLimited(Step):
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(token_limit=token_limit, encoding=encoding, when=when)
+class Ag2HistoryLimiter(Step):
+    """AG2's ``MessageHistoryLimiter``, result for result (its split tool steps kept whole)."""
+
+    type = "ag2_history_limiter"
+
+    def __init__(
+        self,
+        max_messages: int | None = None,
+        *,
+        keep_first_message: bool | None = None,
+        exclude_names: Sequence[str] | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_messages=max_messages,
+            keep_first_message=keep_first_message,
+            exclude_names=_list(exclude_names),
+            when=when,
+        )
+
+
+class Ag2TokenLimiter(Step):
+    """AG2's ``MessageTokenLimiter``, token for token (cl100k text counts, cuts in ``model``'s encoding)."""
+
+    type = "ag2_token_limiter"
+
+    def __init__(
+        self,
+        *,
+        max_tokens_per_message: int | None = None,
+        max_tokens: int | None = None,
+        min_tokens: int | None = None,
+        model: str | None = None,
+        filter_dict: Mapping[str, Any] | None = None,
+        exclude_filter: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_tokens_per_message=max_tokens_per_message,
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            model=model,
+            filter_dict=_dict(filter_dict),
+            exclude_filter=exclude_filter,
+            when=when,
+        )
 
 
 def _list(value: str | Sequence[str] | None) -> list[str] | str | None:

@@ -174,6 +174,8 @@ pub const STEP_NAMES: &[(&str, &[&str])] = &[
     ("autogen_buffered", &["BufferedChatCompletionContext"]),
     ("autogen_head_and_tail", &["HeadAndTailChatCompletionContext"]),
     ("autogen_token_limited", &["TokenLimitedChatCompletionContext"]),
+    ("ag2_history_limiter", &[]),
+    ("ag2_token_limiter", &[]),
 ];
 
 fn canonical(name: &str) -> Option<&'static str> {
@@ -211,6 +213,8 @@ fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
         "task_truncation" => from::<TaskTruncation>(p),
         "middle_out" => from::<MiddleOut>(p),
         "summarize" => from::<Summarize>(p),
+        "ag2_history_limiter" => from::<Ag2HistoryLimiter>(p),
+        "ag2_token_limiter" => from::<Ag2TokenLimiter>(p),
         "when" => {
             // llmling: `threshold` counts messages; ours: any condition key
             let mut map = Map::new();

@@ -10,11 +10,12 @@
 //! once. The `name` field stays.
 //!
 //! Which messages: those with a non-empty name (OpenAI's `name`, or a `name` key kept on an
-//! Anthropic message) and at least one text part, that the filter lets through. `tool` and
-//! `function` messages are left alone: their name is the tool's, not a sender's. A message
-//! with no text part (an assistant message of only tool calls) is left alone rather than
-//! given a text part it did not have. Only text changes, so the history stays valid. Cost:
-//! O(messages + length of the changed texts).
+//! Anthropic message) and some non-empty text, that the filter lets through. `tool` and
+//! `function` messages are left alone unless `tool_results` is set: their name is the tool's,
+//! not a sender's (AG2 names them too; its drop-in sets `tool_results`). A message with no
+//! text (an assistant message of only tool calls, or an empty string) is left alone rather
+//! than given text it did not have, as AG2 does. Only text changes, so the history stays
+//! valid. Cost: O(messages + length of the changed texts).
 
 use super::filter::{read_filter, MessageFilter};
 use super::{ConfigError, Step, StepContext, StepError};
@@ -55,6 +56,9 @@ pub struct ContentName {
     pub deduplicate: bool,
     /// Which messages the step may touch. Defaults to all of them.
     pub filter: MessageFilter,
+    /// Name `tool` and `function` messages too (by the tool's name they carry). Defaults to
+    /// false; AG2 does it.
+    pub tool_results: bool,
 }
 
 impl Default for ContentName {
@@ -64,6 +68,7 @@ impl Default for ContentName {
             format_string: "{name}:\n".to_string(),
             deduplicate: true,
             filter: MessageFilter::default(),
+            tool_results: false,
         }
     }
 }
@@ -75,9 +80,10 @@ impl ContentName {
     }
 }
 
-/// The sender's name of `message`, if it has a non-empty one and is not a tool result.
-fn sender_name(message: &Message) -> Option<&str> {
-    if matches!(message.role, Role::Tool | Role::Function) {
+/// The sender's name of `message`, if it has a non-empty one and is not a tool result (unless
+/// `tool_results`).
+fn sender_name(message: &Message, tool_results: bool) -> Option<&str> {
+    if !tool_results && matches!(message.role, Role::Tool | Role::Function) {
         return None;
     }
     let name = match &message.name {
@@ -123,8 +129,11 @@ impl Step for ContentName {
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
         for i in 0..history.len() {
             let message = history.message(i);
-            let Some(name) = sender_name(message) else { continue };
+            let Some(name) = sender_name(message, self.tool_results) else { continue };
             let Some(part) = self.target(message) else { continue };
+            if !message.parts.iter().any(|p| matches!(p, Part::Text(t) if !t.text.is_empty())) {
+                continue;
+            }
             if !self.filter.applies_to(message) {
                 continue;
             }
@@ -150,7 +159,7 @@ impl Step for ContentName {
 
 impl FromParams for ContentName {
     /// Keys: `position` (`start`, `end`), `format_string`, `deduplicate`, `filter_dict` (alias
-    /// `filter`), `exclude_filter` (alias `exclude`).
+    /// `filter`), `exclude_filter` (alias `exclude`), `tool_results`.
     fn from_params(p: &mut Params) -> Result<ContentName, ConfigError> {
         let mut step = ContentName::default();
         if let Some(position) = p.choice(&["position"], &["start", "end"])? {
@@ -163,6 +172,9 @@ impl FromParams for ContentName {
             step.deduplicate = deduplicate;
         }
         step.filter = read_filter(p)?;
+        if let Some(tool_results) = p.bool(&["tool_results"])? {
+            step.tool_results = tool_results;
+        }
         Ok(step)
     }
 }
@@ -205,6 +217,17 @@ mod tests {
         assert_eq!(out[1].name.as_deref(), Some("alice"), "the name field stays");
         assert_eq!(out[4], input[4], "a message of only calls gets no text");
         assert_valid(&out);
+    }
+
+    #[test]
+    fn tool_results_and_empty_texts() {
+        let input = group_chat();
+        let step = ContentName { tool_results: true, ..ContentName::default() };
+        let out = run(&step, &input);
+        assert_eq!(texts(&out)[3], "f:\ndone", "the tool's name, as AG2 writes it");
+        assert_eq!(texts(&out)[5], "again", "no name, nothing written");
+        let empty = openai(r#"[{"role": "user", "name": "alice", "content": ""}]"#);
+        assert_eq!(run(&ContentName::default(), &empty), empty);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! A filter maps a message field, as written on the wire in OpenAI shape, to the values it
 //! accepts: `{"role": ["user", "assistant"], "name": "alice"}`. A message matches when every
-//! field matches: its value equals the accepted value, or one of the accepted values when a
+//! field matches (with `exclude`, a message is spared when any one field matches, as AG2's
+//! `filter_config` does): its value equals the accepted value, or one of the accepted values when a
 //! list is given (a field whose value is itself a list matches when the two lists share a
 //! value). A message without the field does not match, as in AG2. Fields: `role` (the wire
 //! name, `tool` and `function` included), `name`, `tool_call_id`, and any other key the
@@ -50,18 +51,23 @@ impl MessageFilter {
         MessageFilter { filter: Some(filter), exclude: false }
     }
 
-    /// Whether a step may process `message`.
+    /// Whether a step may process `message`. As AG2's `filter_config`: with `exclude`, a
+    /// message that matches any one field is left alone; without it, only a message that
+    /// matches every field is processed. An empty filter is no filter.
     pub fn applies_to(&self, message: &Message) -> bool {
         match &self.filter {
-            None => true,
-            Some(filter) => matches(filter, message) != self.exclude,
+            Some(filter) if !filter.is_empty() => {
+                filter.iter().all(|(field, accepted)| field_matches(message, field, accepted) != self.exclude)
+            }
+            _ => true,
         }
     }
 }
 
-/// Whether every field of `filter` accepts the message's value.
-fn matches(filter: &Map<String, Value>, message: &Message) -> bool {
-    filter.iter().all(|(field, accepted)| field_value(message, field).is_some_and(|v| accepts(accepted, &v)))
+/// Whether `accepted` accepts the message's value of `field` (a message without it never
+/// matches).
+fn field_matches(message: &Message, field: &str, accepted: &Value) -> bool {
+    field_value(message, field).is_some_and(|v| accepts(accepted, &v))
 }
 
 /// The value of `field` of `message` as written on the wire, if it has one.
@@ -160,6 +166,17 @@ mod tests {
         assert_eq!(applies(&f, &sample()), vec![false, false, true, false, false]);
         let f = MessageFilter::only(map(json!({"tool_call_id": "c1"})));
         assert_eq!(applies(&f, &sample()), vec![false, false, false, true, false]);
+    }
+
+    #[test]
+    fn excluding_spares_a_message_that_matches_any_field() {
+        // AG2's filter_config: exclude when any field matches, include when all do
+        let f = MessageFilter::excluding(map(json!({"role": "user", "name": "bot"})));
+        assert_eq!(applies(&f, &sample()), vec![true, false, false, true, true]);
+        let f = MessageFilter::only(map(json!({"role": "user", "name": "bot"})));
+        assert_eq!(applies(&f, &sample()), vec![false; 5]);
+        // an empty filter is none
+        assert_eq!(applies(&MessageFilter::excluding(Map::new()), &sample()), vec![true; 5]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
 //! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
 //! | rewrite | [`ContentName`] |
+//! | peers, result for result | [`Ag2HistoryLimiter`], [`Ag2TokenLimiter`] (AG2's transforms, quirks included) |
 //! | compress | [`Summarize`] (configuration only until summarizers land) |
 //! | control | [`When`] |
 //! | peers | [`AutogenContext`] (autogen-core's contexts, exactly, kept valid) |
@@ -21,6 +22,9 @@ use std::fmt;
 use crate::format::Format;
 use crate::history::History;
 
+mod ag2_history_limiter;
+pub mod ag2_select;
+mod ag2_token_limiter;
 mod autogen_context;
 mod autogen_message;
 mod clear_tool_results;
@@ -46,6 +50,10 @@ mod truncate_text;
 mod truncate_tool_results;
 mod when;
 
+pub use ag2_history_limiter::Ag2HistoryLimiter;
+pub use ag2_token_limiter::{
+    ag2_token_limit, history_text_tokens, text_tokens, Ag2Error, Ag2TokenLimiter, Kept, AG2_DEFAULT_MODEL,
+};
 pub use autogen_context::{
     autogen_skipped_text, buffered as autogen_buffered, head_and_tail as autogen_head_and_tail,
     token_limited as autogen_token_limited, token_limited_with as autogen_token_limited_with, AutogenContext,

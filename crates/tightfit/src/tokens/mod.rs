@@ -20,6 +20,7 @@ mod estimate;
 mod hf;
 pub mod image;
 mod schema;
+pub mod tiktoken;
 
 pub use autogen_openai::{
     vision_tokens as autogen_vision_tokens, AutogenCountError, AutogenOpenAiCounter, AUTOGEN_REPLY_PRIMING,

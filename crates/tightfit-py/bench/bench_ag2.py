@@ -1,0 +1,95 @@
+"""tightfit.compat.ag2 against AG2 itself (ag2 0.14), same inputs, same settings.
+
+Inputs: the first 100 and 1,000 messages and the whole of the 1M-token agent history of
+``extreme_long.jsonl`` (4,857 real mini-swe-agent messages; the shared corpus beside the
+repository). Token budgets 4k, 32k and 128k (``model="gpt-4o"``, whose AG2 cap is 128,000).
+Prints the best of several runs per operation and the ratio AG2 / tightfit.
+
+    TIKTOKEN_CACHE_DIR=... python crates/tightfit-py/bench/bench_ag2.py
+
+Needs ``ag2==0.14.0``; fills a tiktoken cache with the shared tool when none is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve()
+SHARED = next(p for p in HERE.parents if (p / "Cargo.toml").is_file() and "[workspace]" in (p / "Cargo.toml").read_text()).parent / "shared"
+
+if "TIKTOKEN_CACHE_DIR" not in os.environ:
+    cache = tempfile.mkdtemp(prefix="tiktoken-")
+    subprocess.run([sys.executable, str(SHARED / "tools" / "tiktoken_cache.py"), cache], check=True, capture_output=True)
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache
+
+from autogen.agentchat.contrib.capabilities import transforms as peer  # noqa: E402
+
+from tightfit.compat import ag2 as ours  # noqa: E402
+
+
+def history() -> list[dict[str, Any]]:
+    with (SHARED / "data" / "extreme_long.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if record["id"] == "concat/mini-swe-deepseek/1M":
+                return record["messages"]
+    raise SystemExit("the 1M history is missing from the shared corpus")
+
+
+def best(fn: Callable[[], Any], budget_s: float = 1.5, most: int = 30) -> float:
+    """The best time of `fn` over up to `most` runs within about `budget_s` seconds."""
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < most and (len(times) < 3 or time.perf_counter() - start < budget_s):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} µs"
+
+
+def main() -> None:
+    full = history()
+    sizes = [100, 1000, len(full)]
+    rows: list[tuple[str, int, float, float]] = []
+    quiet = contextlib.redirect_stdout(io.StringIO())
+    with quiet:
+        for n in sizes:
+            messages = full[:n]
+            for keep_first in (False, True):
+                for max_messages in (20, 200):
+                    name = f"MessageHistoryLimiter(max_messages={max_messages}, keep_first={keep_first})"
+                    a = peer.MessageHistoryLimiter(max_messages=max_messages, keep_first_message=keep_first)
+                    b = ours.MessageHistoryLimiter(max_messages=max_messages, keep_first_message=keep_first)
+                    rows.append((name, n, best(lambda: a.apply_transform(messages)), best(lambda: b.apply_transform(messages))))
+            for budget in (4_000, 32_000, 128_000):
+                name = f"MessageTokenLimiter(max_tokens={budget // 1000}k, per_message=2000, gpt-4o)"
+                kwargs = dict(max_tokens=budget, max_tokens_per_message=2000, model="gpt-4o")
+                a = peer.MessageTokenLimiter(**kwargs)
+                b = ours.MessageTokenLimiter(**kwargs)
+                rows.append((name, n, best(lambda: a.apply_transform(messages)), best(lambda: b.apply_transform(messages))))
+                post = b.apply_transform(messages)
+                rows.append((f"MessageTokenLimiter.get_logs ({budget // 1000}k)", n,
+                             best(lambda: a.get_logs(messages, post)), best(lambda: b.get_logs(messages, post))))
+            a = peer.TextMessageContentName()
+            b = ours.TextMessageContentName()
+            rows.append(("TextMessageContentName()", n, best(lambda: a.apply_transform(messages)), best(lambda: b.apply_transform(messages))))
+    print(f"{'operation':<62} {'msgs':>6} {'AG2':>12} {'tightfit':>12} {'AG2/ours':>9}")
+    for name, n, theirs, mine in rows:
+        print(f"{name:<62} {n:>6} {fmt(theirs):>12} {fmt(mine):>12} {theirs / mine:>8.1f}×")
+
+
+if __name__ == "__main__":
+    main()
