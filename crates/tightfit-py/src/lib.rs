@@ -13,6 +13,7 @@ mod count;
 mod errors;
 mod fit;
 mod input;
+mod langchain;
 mod pipeline;
 mod report;
 mod validate;
@@ -34,5 +35,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate::validate, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
+    m.add_function(wrap_pyfunction!(langchain::langchain_trim, m)?)?;
+    m.add_function(wrap_pyfunction!(langchain::langchain_count_approximately, m)?)?;
     Ok(())
 }

@@ -134,3 +134,26 @@ def validate(
 ) -> list[Violation]: ...
 def check_step(config: Mapping[str, Any]) -> None: ...
 def step_names() -> list[tuple[str, list[str]]]: ...
+def langchain_trim(
+    messages: list[Any],
+    *,
+    max_tokens: float,
+    counter_kind: str,
+    classes: tuple[type, ...],
+    counter: Any = None,
+    approximate_settings: Mapping[str, Any] | None = None,
+    strategy: str = "last",
+    allow_partial: bool = False,
+    include_system: bool = False,
+    start_on: Any = None,
+    end_on: Any = None,
+    splitter: Any = None,
+    keep_tool_pairs: bool = True,
+) -> list[Any]: ...
+def langchain_count_approximately(
+    messages: list[Any],
+    *,
+    classes: tuple[type, ...],
+    settings: Mapping[str, Any] | None = None,
+    tools: list[Any] | None = None,
+) -> int: ...

@@ -10,6 +10,7 @@
 //! - [`CountCache`] and [`RunningCount`]: counting a conversation again after it changed
 //!   re-tokenizes only the messages that changed.
 
+mod approximate;
 mod bpe;
 mod cache;
 mod chat;
@@ -17,8 +18,10 @@ mod estimate;
 #[cfg(feature = "hf")]
 mod hf;
 pub mod image;
+pub mod python_text;
 mod schema;
 
+pub use approximate::{Approximate, LangchainContent, LangchainMessage, Measured};
 pub use bpe::OpenAiEncoding;
 pub use cache::{message_fingerprint, CountCache, RunningCount};
 pub use chat::{ChatCounter, Count, Framing, DEFAULT_FILE_TOKENS};
