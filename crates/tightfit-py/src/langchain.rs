@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError, PyZeroDivisionError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -554,5 +554,9 @@ pub(crate) fn langchain_count_approximately<'py>(
         },
         _ => Vec::new(),
     };
+    if a.chars_per_token == 0.0 && !(lc.is_empty() && tools.is_empty()) {
+        // LangChain divides by it
+        return Err(PyZeroDivisionError::new_err("float division by zero"));
+    }
     Ok(py.detach(|| a.count(&lc, &tools)))
 }

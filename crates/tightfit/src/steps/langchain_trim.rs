@@ -503,8 +503,9 @@ impl LangchainTrim {
     }
 }
 
-/// Drops, from `kept`, tool results whose call (made in the input before them) was not kept,
-/// and messages whose calls lost a result that the input had (with their other results).
+/// Drops, from `kept`, tool results whose call (the nearest one with their id before them in
+/// the input) was not kept, and messages whose calls lost a result that the input had (with
+/// their other results). Cost: O(n) per round, a round per message dropped in a chain.
 fn keep_tool_pairs(messages: &[LangchainMessage], kept: &mut Vec<Kept>) {
     // which input message makes each call, and which input messages answer each caller
     let mut caller: HashMap<&str, usize> = HashMap::new();
@@ -518,8 +519,9 @@ fn keep_tool_pairs(messages: &[LangchainMessage], kept: &mut Vec<Kept>) {
             }
         }
         if m.is_ai {
+            // the nearest call with an id answers it: agents reuse ids
             for id in m.call_ids() {
-                caller.entry(id).or_insert(i);
+                caller.insert(id, i);
             }
         }
     }

@@ -201,6 +201,35 @@ def trim_messages(
     a deep copy with the new content. The one difference: a tool result whose call was cut
     away, or a call whose results were, is dropped as well (a provider would reject it).
     """
+    return _trim(
+        messages,
+        max_tokens=max_tokens,
+        token_counter=token_counter,
+        strategy=strategy,
+        allow_partial=allow_partial,
+        end_on=end_on,
+        start_on=start_on,
+        include_system=include_system,
+        text_splitter=text_splitter,
+        keep_tool_pairs=True,
+    )
+
+
+def _trim(
+    messages: Any,
+    *,
+    max_tokens: int,
+    token_counter: Any,
+    strategy: str = "last",
+    allow_partial: bool = False,
+    end_on: Any = None,
+    start_on: Any = None,
+    include_system: bool = False,
+    text_splitter: Any = None,
+    keep_tool_pairs: bool = True,
+) -> list[BaseMessage]:
+    """``trim_messages``; with ``keep_tool_pairs=False`` LangChain's cut exactly, even where
+    it separates tool calls from their results (for tests against the peer)."""
     if start_on and strategy == "first":
         msg = "start_on parameter is only valid with strategy='last'"
         raise ValueError(msg)
@@ -222,4 +251,5 @@ def trim_messages(
         start_on=start_on,
         end_on=end_on,
         splitter=_splitter(text_splitter) if allow_partial else None,
+        keep_tool_pairs=keep_tool_pairs,
     )
