@@ -15,6 +15,7 @@ mod count;
 mod errors;
 mod fit;
 mod input;
+mod langchain;
 mod pipeline;
 mod report;
 mod validate;
@@ -42,5 +43,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ag2::PyAg2TokenLimiter>()?;
     m.add_function(wrap_pyfunction!(ag2::ag2_text_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(ag2::apply_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(langchain::langchain_trim, m)?)?;
+    m.add_function(wrap_pyfunction!(langchain::langchain_count_approximately, m)?)?;
     Ok(())
 }

@@ -180,3 +180,26 @@ class Ag2TokenLimiter:
 
 def ag2_text_tokens(messages: Sequence[Mapping[str, Any]]) -> int: ...
 def apply_steps(messages: Sequence[Mapping[str, Any]], pipeline: Pipeline) -> tuple[list[dict[str, Any]], int]: ...
+def langchain_trim(
+    messages: list[Any],
+    *,
+    max_tokens: float,
+    counter_kind: str,
+    classes: tuple[type, ...],
+    counter: Any = None,
+    approximate_settings: Mapping[str, Any] | None = None,
+    strategy: str = "last",
+    allow_partial: bool = False,
+    include_system: bool = False,
+    start_on: Any = None,
+    end_on: Any = None,
+    splitter: Any = None,
+    keep_tool_pairs: bool = True,
+) -> list[Any]: ...
+def langchain_count_approximately(
+    messages: list[Any],
+    *,
+    classes: tuple[type, ...],
+    settings: Mapping[str, Any] | None = None,
+    tools: list[Any] | None = None,
+) -> int: ...

@@ -33,6 +33,7 @@ __all__ = [
     "KeepFirst",
     "HeadAndTail",
     "TokenBudget",
+    "LangchainTrim",
     "MiddleOut",
     "TaskTruncation",
     "ContentName",
@@ -396,6 +397,40 @@ class TokenBudget(Step):
             allow_partial=allow_partial,
             keep_system=keep_system,
             keep_newest_user_turn=keep_newest_user_turn,
+            when=when,
+        )
+
+
+class LangchainTrim(Step):
+    """LangChain's ``trim_messages`` as a pipeline step (what ``tightfit.compat.langchain``
+    runs): ``strategy`` ``"last"`` or ``"first"``, ``counter`` ``"model"`` (the model's
+    tokens), ``"approximate"`` or ``"len"``; ``keep_tool_pairs=False`` keeps LangChain's cut
+    even where it separates a tool call from its results."""
+
+    type = "langchain_trim"
+
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        *,
+        strategy: Literal["first", "last"] | None = None,
+        allow_partial: bool | None = None,
+        include_system: bool | None = None,
+        start_on: str | Sequence[str] | None = None,
+        end_on: str | Sequence[str] | None = None,
+        counter: Literal["model", "approximate", "len"] | None = None,
+        keep_tool_pairs: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_tokens=max_tokens,
+            strategy=strategy,
+            allow_partial=allow_partial,
+            include_system=include_system,
+            start_on=start_on,
+            end_on=end_on,
+            counter=counter,
+            keep_tool_pairs=keep_tool_pairs,
             when=when,
         )
 

@@ -10,7 +10,7 @@
 //! | --- | --- |
 //! | filter | [`DropThinking`], [`DropBinary`], [`DropRetryPrompts`], [`DropToolCalls`], [`DropEmpty`], [`ClearToolResults`], [`Dedupe`] |
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
-//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
+//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`], [`LangchainTrim`] |
 //! | rewrite | [`ContentName`] |
 //! | peers, result for result | [`Ag2HistoryLimiter`], [`Ag2TokenLimiter`] (AG2's transforms, quirks included) |
 //! | compress | [`Summarize`] (configuration only until summarizers land) |
@@ -39,6 +39,7 @@ mod filter;
 mod head_and_tail;
 mod keep_first;
 mod keep_last;
+mod langchain_trim;
 mod middle_out;
 mod select;
 mod summarize;
@@ -72,6 +73,10 @@ pub use filter::MessageFilter;
 pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
+pub use langchain_trim::{
+    item_message, Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Strategy,
+    TextSplitter, TrimCounter,
+};
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;
 pub use summarize::Summarize;

@@ -11,6 +11,7 @@
 //! - [`CountCache`] and [`RunningCount`]: counting a conversation again after it changed
 //!   re-tokenizes only the messages that changed.
 
+mod approximate;
 mod autogen_openai;
 mod bpe;
 mod cache;
@@ -19,9 +20,11 @@ mod estimate;
 #[cfg(feature = "hf")]
 mod hf;
 pub mod image;
+pub mod python_text;
 mod schema;
 pub mod tiktoken;
 
+pub use approximate::{Approximate, LangchainContent, LangchainMessage, Measured};
 pub use autogen_openai::{
     vision_tokens as autogen_vision_tokens, AutogenCountError, AutogenOpenAiCounter, AUTOGEN_REPLY_PRIMING,
     AUTOGEN_TOKENS_PER_MESSAGE,

@@ -1,0 +1,874 @@
+//! `langchain_trim`: LangChain's `trim_messages` (langchain-core 1.7.2), message for message.
+//!
+//! The selection is LangChain's, including its quirks, so that `tightfit.compat.langchain`
+//! returns what the peer returns:
+//!
+//! - strategy `first` keeps the longest prefix whose count is within `max_tokens`; `last` runs
+//!   the same search over the reversed history (after dropping messages after the last
+//!   `end_on` type, and setting aside a leading system message with `include_system`, whose
+//!   tokens come off the budget first: it is kept even when it alone is over);
+//! - the search is LangChain's binary search over prefixes, calling the counter on the same
+//!   lists in the same order, so a counter that is not additive (one that adds reply priming
+//!   per list, say) gives the same answer; a counter known to be a running sum that never
+//!   decreases ([`Approximate`] with non-negative settings, message counting) answers in one
+//!   pass over the messages it keeps instead;
+//! - `allow_partial` first tries the crossing message with fewer content blocks (from the end
+//!   for `first`, from the start for `last`), then cuts the text of the one block left (or the
+//!   string content) at the splitter's pieces (lines by default), which turns list content into
+//!   a string; `end_on` (for `first`) and `start_on` (for `last`) then drop messages from the
+//!   cut end until one of those types.
+//!
+//! One deliberate difference, on by default ([`LangchainTrim::keep_tool_pairs`]): LangChain
+//! ignores tool calls, so its cut can keep a tool result whose call was dropped or a call whose
+//! results were dropped, which providers reject. Afterwards this step drops such results and
+//! such calls' messages (with any of their results), only where the cut separated them: a
+//! history that was already broken stays as it was. Dropping never adds tokens, so the result
+//! stays within the limit LangChain kept to.
+//!
+//! Cost: O(n) to find the cut with a running-sum counter, O(log n) counter calls on prefixes
+//! otherwise (each as costly as the counter makes it); O(log k) more for a partial message cut
+//! into k pieces; O(n) for the repair.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+
+use serde_json::Value;
+
+use super::{ConfigError, Step, StepContext, StepError};
+use crate::config::{FromParams, Params};
+use crate::format::{messages_to_value, parse_messages, Format};
+use crate::history::History;
+use crate::message::Message;
+use crate::plan::ChangeKind;
+use crate::tokens::{Approximate, LangchainContent, LangchainMessage};
+
+/// Which end `trim_messages` keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// The first messages.
+    First,
+    /// The last messages.
+    #[default]
+    Last,
+}
+
+impl Strategy {
+    /// `first` or `last`; LangChain's error otherwise.
+    pub fn from_name(name: &str) -> Result<Strategy, ConfigError> {
+        match name {
+            "first" => Ok(Strategy::First),
+            "last" => Ok(Strategy::Last),
+            other => Err(ConfigError::new(
+                "strategy",
+                format!("Unrecognized strategy='{other}'. Supported strategies are 'last' and 'first'."),
+            )),
+        }
+    }
+}
+
+/// How a kept message's content was cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartialContent {
+    /// The content blocks `start..end` of a list content, in their order, or reversed (how
+    /// LangChain holds them while it counts for strategy `last`).
+    Blocks {
+        /// The first block kept.
+        start: usize,
+        /// One past the last block kept.
+        end: usize,
+        /// Whether the blocks are in reverse order.
+        reversed: bool,
+    },
+    /// A string: the pieces of text kept, joined.
+    Text(String),
+}
+
+/// One message in a list the counter is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// Input message `i`, as it is.
+    Whole(usize),
+    /// Input message `i` with its content replaced.
+    Partial(usize, &'a PartialContent),
+}
+
+/// A message of the result: input message `index`, cut when `partial` is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The input message.
+    pub index: usize,
+    /// Its new content, if it was cut (blocks never reversed here).
+    pub partial: Option<PartialContent>,
+}
+
+/// Counts a list of messages, as LangChain's `token_counter` does.
+pub trait ListCounter {
+    /// What a count can fail with (a Python exception, for a Python counter).
+    type Error;
+
+    /// The count of `items` (messages of `messages`, some cut).
+    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Self::Error>;
+
+    /// For a counter whose count of a list is a running sum that never decreases as the list
+    /// grows: how many of the messages `order` (in that order) fit `max`. `None` (the default)
+    /// makes the trim search the way LangChain does.
+    fn longest_prefix_within(
+        &mut self,
+        _messages: &[LangchainMessage],
+        _order: &[usize],
+        _max: f64,
+    ) -> Option<Result<usize, Self::Error>> {
+        None
+    }
+}
+
+/// Splits a text into pieces that join back into it (`text_splitter`).
+pub trait TextSplitter {
+    /// What a split can fail with.
+    type Error;
+
+    /// The pieces of `text`.
+    fn split(&mut self, text: &str) -> Result<Vec<String>, Self::Error>;
+}
+
+/// LangChain's default splitter: lines, each keeping its `\n`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lines;
+
+impl TextSplitter for Lines {
+    type Error = Infallible;
+
+    fn split(&mut self, text: &str) -> Result<Vec<String>, Infallible> {
+        Ok(text
+            .split_inclusive('\n')
+            .map(str::to_string)
+            .chain(text.ends_with('\n').then(String::new))
+            .collect())
+    }
+}
+
+/// The message `item` stands for, cut when it is partial.
+pub fn item_message<'m>(
+    messages: &'m [LangchainMessage],
+    item: Item<'_>,
+) -> std::borrow::Cow<'m, LangchainMessage> {
+    use std::borrow::Cow;
+    match item {
+        Item::Whole(i) => Cow::Borrowed(&messages[i]),
+        Item::Partial(i, partial) => {
+            let mut m = messages[i].clone();
+            m.content = match (partial, &messages[i].content) {
+                (PartialContent::Text(s), _) => LangchainContent::Text(s.clone()),
+                (PartialContent::Blocks { start, end, reversed }, LangchainContent::Blocks(blocks)) => {
+                    let mut kept = blocks[*start..*end].to_vec();
+                    if *reversed {
+                        kept.reverse();
+                    }
+                    LangchainContent::Blocks(kept)
+                }
+                (PartialContent::Blocks { .. }, other) => other.clone(),
+            };
+            Cow::Owned(m)
+        }
+    }
+}
+
+impl ListCounter for Approximate {
+    type Error = Infallible;
+
+    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+        let sum =
+            items.iter().fold(0.0, |sum, item| self.add(sum, self.measure(&item_message(messages, *item))));
+        Ok(Approximate::finish(sum) as f64)
+    }
+
+    fn longest_prefix_within(
+        &mut self,
+        messages: &[LangchainMessage],
+        order: &[usize],
+        max: f64,
+    ) -> Option<Result<usize, Infallible>> {
+        if !self.is_monotone() {
+            return None;
+        }
+        let mut sum = 0.0;
+        for (k, &i) in order.iter().enumerate() {
+            sum = self.add(sum, self.measure(&messages[i]));
+            if Approximate::finish(sum) as f64 > max {
+                return Some(Ok(k));
+            }
+        }
+        Some(Ok(order.len()))
+    }
+}
+
+/// LangChain's `token_counter=len`: a list counts its messages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MessageCount;
+
+impl ListCounter for MessageCount {
+    type Error = Infallible;
+
+    fn count(&mut self, _: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+        Ok(items.len() as f64)
+    }
+
+    fn longest_prefix_within(
+        &mut self,
+        _: &[LangchainMessage],
+        order: &[usize],
+        max: f64,
+    ) -> Option<Result<usize, Infallible>> {
+        Some(Ok(if max < 0.0 { 0 } else { (max.floor() as usize).min(order.len()) }))
+    }
+}
+
+/// The counter of a configured step.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum TrimCounter {
+    /// `count_tokens_approximately` with these settings.
+    Approximate(Approximate),
+    /// Messages (`len`).
+    Messages,
+    /// The tokens of the model being fitted for, message by message (framing included,
+    /// without the reply priming).
+    #[default]
+    Model,
+}
+
+/// LangChain's `trim_messages`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LangchainTrim {
+    /// The limit. Required in configuration; `None` takes the call's budget.
+    pub max_tokens: Option<f64>,
+    /// Which end to keep. Defaults to `last`.
+    pub strategy: Strategy,
+    /// Cut the message that crosses the limit. Defaults to false.
+    pub allow_partial: bool,
+    /// Keep a leading system message (strategy `last` only). Defaults to false.
+    pub include_system: bool,
+    /// For `last`: drop kept messages from the start until one of these types. Defaults to none.
+    pub start_on: Option<Vec<String>>,
+    /// Drop messages after the last one of these types (for `last` before the cut, for
+    /// `first` after it). Defaults to none.
+    pub end_on: Option<Vec<String>>,
+    /// How messages are counted. Defaults to the model's tokens.
+    pub counter: TrimCounter,
+    /// Drop tool results whose call was cut away and calls whose results were (the one
+    /// deliberate difference from LangChain). Defaults to true.
+    pub keep_tool_pairs: bool,
+}
+
+impl Default for LangchainTrim {
+    fn default() -> LangchainTrim {
+        LangchainTrim {
+            max_tokens: None,
+            strategy: Strategy::Last,
+            allow_partial: false,
+            include_system: false,
+            start_on: None,
+            end_on: None,
+            counter: TrimCounter::default(),
+            keep_tool_pairs: true,
+        }
+    }
+}
+
+fn bit_length(n: usize) -> usize {
+    (usize::BITS - n.leading_zeros()) as usize
+}
+
+fn wholes(order: &[usize]) -> Vec<Item<'static>> {
+    order.iter().map(|&i| Item::Whole(i)).collect()
+}
+
+impl LangchainTrim {
+    /// LangChain's argument checks, with its messages.
+    pub fn check_args(&self) -> Result<(), ConfigError> {
+        if self.start_on.is_some() && self.strategy == Strategy::First {
+            return Err(ConfigError::new("", "start_on parameter is only valid with strategy='last'"));
+        }
+        if self.include_system && self.strategy == Strategy::First {
+            return Err(ConfigError::new("", "include_system parameter is only valid with strategy='last'"));
+        }
+        Ok(())
+    }
+
+    /// Trims `messages` with `counter` and `splitter` (used only with `allow_partial`) to
+    /// `max_tokens`: the kept messages in order.
+    pub fn trim<E>(
+        &self,
+        messages: &[LangchainMessage],
+        max_tokens: f64,
+        counter: &mut dyn ListCounter<Error = E>,
+        splitter: &mut dyn TextSplitter<Error = E>,
+    ) -> Result<Vec<Kept>, E> {
+        let order: Vec<usize> = (0..messages.len()).collect();
+        let mut kept = match self.strategy {
+            Strategy::First => self.first_max_tokens(
+                messages,
+                &order,
+                max_tokens,
+                counter,
+                splitter,
+                self.allow_partial.then_some(Strategy::First),
+                self.end_on.as_deref(),
+            )?,
+            Strategy::Last => self.last_max_tokens(messages, order, max_tokens, counter, splitter)?,
+        };
+        if self.keep_tool_pairs {
+            keep_tool_pairs(messages, &mut kept);
+        }
+        Ok(kept)
+    }
+
+    fn last_max_tokens<E>(
+        &self,
+        messages: &[LangchainMessage],
+        mut order: Vec<usize>,
+        max_tokens: f64,
+        counter: &mut dyn ListCounter<Error = E>,
+        splitter: &mut dyn TextSplitter<Error = E>,
+    ) -> Result<Vec<Kept>, E> {
+        if order.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(end_on) = &self.end_on {
+            while order.last().is_some_and(|&i| !messages[i].is_type(end_on)) {
+                order.pop();
+            }
+        }
+        let mut system = None;
+        if self.include_system && order.first().is_some_and(|&i| messages[i].is_system) {
+            system = Some(order.remove(0));
+        }
+        order.reverse();
+        let mut remaining = max_tokens;
+        if let Some(s) = system {
+            let tokens = counter.count(messages, &[Item::Whole(s)])?;
+            remaining = (max_tokens - tokens).max(0.0);
+        }
+        let mut kept = self.first_max_tokens(
+            messages,
+            &order,
+            remaining,
+            counter,
+            splitter,
+            self.allow_partial.then_some(Strategy::Last),
+            self.start_on.as_deref(),
+        )?;
+        kept.reverse();
+        if let Some(s) = system {
+            kept.insert(0, Kept { index: s, partial: None });
+        }
+        Ok(kept)
+    }
+
+    /// LangChain's `_first_max_tokens` over the messages `order`.
+    #[allow(clippy::too_many_arguments)]
+    fn first_max_tokens<E>(
+        &self,
+        messages: &[LangchainMessage],
+        order: &[usize],
+        max: f64,
+        counter: &mut dyn ListCounter<Error = E>,
+        splitter: &mut dyn TextSplitter<Error = E>,
+        partial: Option<Strategy>,
+        end_on: Option<&[String]>,
+    ) -> Result<Vec<Kept>, E> {
+        let n = order.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut kept: Vec<Kept> = order.iter().map(|&index| Kept { index, partial: None }).collect();
+        let mut idx = match counter.longest_prefix_within(messages, order, max) {
+            Some(found) => found?,
+            None => {
+                if counter.count(messages, &wholes(order))? <= max {
+                    n
+                } else {
+                    let (mut left, mut right) = (0, n);
+                    for _ in 0..bit_length(n) {
+                        if left >= right {
+                            break;
+                        }
+                        let mid = (left + right).div_ceil(2);
+                        if counter.count(messages, &wholes(&order[..mid]))? <= max {
+                            left = mid;
+                        } else {
+                            right = mid - 1;
+                        }
+                    }
+                    left
+                }
+            }
+        };
+        if let (Some(side), true) = (partial, idx < n) {
+            if let Some(cut) = self.partial(messages, order, idx, max, counter, splitter, side)? {
+                kept.truncate(idx);
+                kept.push(Kept { index: order[idx], partial: Some(cut) });
+                idx += 1;
+            }
+        }
+        kept.truncate(idx);
+        if let Some(end_on) = end_on {
+            while kept.last().is_some_and(|k| !messages[k.index].is_type(end_on)) {
+                kept.pop();
+            }
+        }
+        Ok(kept)
+    }
+
+    /// The crossing message `order[idx]` cut to fit after `order[..idx]`, if any cut does.
+    #[allow(clippy::too_many_arguments)]
+    fn partial<E>(
+        &self,
+        messages: &[LangchainMessage],
+        order: &[usize],
+        idx: usize,
+        max: f64,
+        counter: &mut dyn ListCounter<Error = E>,
+        splitter: &mut dyn TextSplitter<Error = E>,
+        side: Strategy,
+    ) -> Result<Option<PartialContent>, E> {
+        let index = order[idx];
+        let text: Option<String> = match &messages[index].content {
+            LangchainContent::Text(s) => Some(s.clone()),
+            LangchainContent::Other(_) => None,
+            LangchainContent::Blocks(blocks) => {
+                let nb = blocks.len();
+                for removed in 1..nb {
+                    let cut = match side {
+                        Strategy::First => {
+                            PartialContent::Blocks { start: 0, end: nb - removed, reversed: false }
+                        }
+                        Strategy::Last => PartialContent::Blocks { start: removed, end: nb, reversed: true },
+                    };
+                    let mut items = wholes(&order[..idx]);
+                    items.push(Item::Partial(index, &cut));
+                    let fits = counter.count(messages, &items)? <= max;
+                    if fits {
+                        return Ok(Some(match cut {
+                            PartialContent::Blocks { start, end, .. } => {
+                                PartialContent::Blocks { start, end, reversed: false }
+                            }
+                            text => text,
+                        }));
+                    }
+                }
+                // the one block left after the loop (LangChain looks for text only there)
+                let left = match (nb, side) {
+                    (0 | 1, _) => blocks.first(),
+                    (_, Strategy::First) => blocks.first(),
+                    (_, Strategy::Last) => blocks.last(),
+                };
+                match left {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(Value::Object(map)) if map.get("type").and_then(Value::as_str) == Some("text") => {
+                        map.get("text").and_then(Value::as_str).map(str::to_string)
+                    }
+                    _ => None,
+                }
+            }
+        };
+        let Some(text) = text.filter(|t| !t.is_empty()) else {
+            return Ok(None);
+        };
+        let mut pieces = splitter.split(&text)?;
+        let base = counter.count(messages, &wholes(&order[..idx]))?;
+        if side == Strategy::Last {
+            pieces.reverse();
+        }
+        let (mut left, mut right) = (0, pieces.len());
+        for _ in 0..bit_length(pieces.len()) {
+            if left >= right {
+                break;
+            }
+            let mid = (left + right).div_ceil(2);
+            let cut = PartialContent::Text(pieces[..mid].concat());
+            if base + counter.count(messages, &[Item::Partial(index, &cut)])? <= max {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        if left == 0 {
+            return Ok(None);
+        }
+        let mut kept = pieces[..left].to_vec();
+        if side == Strategy::Last {
+            kept.reverse();
+        }
+        Ok(Some(PartialContent::Text(kept.concat())))
+    }
+}
+
+/// Drops, from `kept`, tool results whose call (the nearest one with their id before them in
+/// the input) was not kept, and messages whose calls lost a result that the input had (with
+/// their other results). Cost: O(n) per round, a round per message dropped in a chain.
+fn keep_tool_pairs(messages: &[LangchainMessage], kept: &mut Vec<Kept>) {
+    // which input message makes each call, and which input messages answer each caller
+    let mut caller: HashMap<&str, usize> = HashMap::new();
+    let mut answer_of = vec![None; messages.len()];
+    let mut answers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        if let Some(id) = &m.tool_call_id {
+            if let Some(&c) = caller.get(id.as_str()) {
+                answer_of[i] = Some(c);
+                answers.entry(c).or_default().push(i);
+            }
+        }
+        if m.is_ai {
+            // the nearest call with an id answers it: agents reuse ids
+            for id in m.call_ids() {
+                caller.insert(id, i);
+            }
+        }
+    }
+    if answers.is_empty() {
+        return;
+    }
+    loop {
+        let present: std::collections::HashSet<usize> = kept.iter().map(|k| k.index).collect();
+        let before = kept.len();
+        kept.retain(|k| {
+            let orphan = answer_of[k.index].is_some_and(|c| !present.contains(&c));
+            let unanswered = answers.get(&k.index).is_some_and(|rs| rs.iter().any(|r| !present.contains(r)));
+            !(orphan || unanswered)
+        });
+        if kept.len() == before {
+            return;
+        }
+    }
+}
+
+/// A counter over a [`History`]'s messages for the configured step.
+struct HistoryCounter<'h, 'a> {
+    history: &'h History<'a>,
+    counter: TrimCounter,
+}
+
+impl ListCounter for HistoryCounter<'_, '_> {
+    type Error = Infallible;
+
+    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+        match self.counter {
+            TrimCounter::Approximate(mut a) => ListCounter::count(&mut a, messages, items),
+            TrimCounter::Messages => MessageCount.count(messages, items),
+            TrimCounter::Model => Ok(items
+                .iter()
+                .map(|item| match item {
+                    Item::Whole(i) => self.history.tokens(*i),
+                    Item::Partial(i, cut) => cut_message(self.history.message(*i), &messages[*i], cut)
+                        .map_or(0, |m| self.history.counter().message_tokens(&m)),
+                })
+                .sum::<usize>() as f64),
+        }
+    }
+
+    fn longest_prefix_within(
+        &mut self,
+        messages: &[LangchainMessage],
+        order: &[usize],
+        max: f64,
+    ) -> Option<Result<usize, Infallible>> {
+        match self.counter {
+            TrimCounter::Approximate(mut a) => a.longest_prefix_within(messages, order, max),
+            TrimCounter::Messages => MessageCount.longest_prefix_within(messages, order, max),
+            TrimCounter::Model => {
+                let mut sum = 0;
+                for (k, &i) in order.iter().enumerate() {
+                    sum += self.history.tokens(i);
+                    if sum as f64 > max {
+                        return Some(Ok(k));
+                    }
+                }
+                Some(Ok(order.len()))
+            }
+        }
+    }
+}
+
+/// `message` with its content cut as `cut` says (through its OpenAI form).
+fn cut_message(message: &Message, lc: &LangchainMessage, cut: &PartialContent) -> Option<Message> {
+    let mut value = messages_to_value(std::slice::from_ref(message), Format::OpenAi);
+    let content = item_message(std::slice::from_ref(lc), Item::Partial(0, cut)).content.to_value();
+    value.get_mut(0)?.as_object_mut()?.insert("content".into(), content);
+    parse_messages(value, Format::OpenAi).ok()?.pop()
+}
+
+impl Step for LangchainTrim {
+    fn name(&self) -> &'static str {
+        "langchain_trim"
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        self.check_args()
+    }
+
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError> {
+        let max = self.max_tokens.or(cx.budget.map(|b| b as f64)).ok_or_else(|| {
+            StepError::new(self.name(), "no token budget: set max_tokens or give the call a budget")
+        })?;
+        let value = messages_to_value(
+            &history.messages().iter().map(|m| m.as_ref().clone()).collect::<Vec<_>>(),
+            Format::OpenAi,
+        );
+        let lc: Vec<LangchainMessage> = value
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|v| {
+                        LangchainMessage::from_openai(v).unwrap_or_else(|| {
+                            LangchainMessage::new("chat", "user", LangchainContent::Text(String::new()))
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let kept = {
+            let mut counter = HistoryCounter { history, counter: self.counter };
+            match self.trim(&lc, max, &mut counter, &mut Lines) {
+                Ok(kept) => kept,
+                Err(never) => match never {},
+            }
+        };
+        let cuts: Vec<(usize, Message)> = kept
+            .iter()
+            .filter_map(|k| {
+                let cut = k.partial.as_ref()?;
+                cut_message(history.message(k.index), &lc[k.index], cut).map(|m| (k.index, m))
+            })
+            .collect();
+        let keep: std::collections::HashSet<usize> = kept.iter().map(|k| k.index).collect();
+        let reason = format!("trim_messages ({:?}) to {max} tokens", self.strategy).to_lowercase();
+        history.retain(|i, _| keep.contains(&i), &reason);
+        for (input, message) in cuts {
+            // its index among the kept messages (the order is kept)
+            let at = kept.iter().filter(|k| k.index < input).count();
+            history.edit(at, ChangeKind::Truncated, "content cut by trim_messages allow_partial", |m| {
+                *m = message
+            });
+        }
+        Ok(())
+    }
+}
+
+impl FromParams for LangchainTrim {
+    /// Keys: `max_tokens`, `strategy` (`first`/`last`), `allow_partial`, `include_system`,
+    /// `start_on`, `end_on` (a type name or a list: `human`, `ai`, `system`, `tool`), `counter`
+    /// (`model`, `approximate`, `len`), `keep_tool_pairs`.
+    fn from_params(p: &mut Params) -> Result<LangchainTrim, ConfigError> {
+        let mut step = LangchainTrim { max_tokens: p.f64(&["max_tokens"])?, ..LangchainTrim::default() };
+        if let Some(s) = p.string(&["strategy"])? {
+            step.strategy = Strategy::from_name(&s)?;
+        }
+        if let Some(b) = p.bool(&["allow_partial"])? {
+            step.allow_partial = b;
+        }
+        if let Some(b) = p.bool(&["include_system"])? {
+            step.include_system = b;
+        }
+        step.start_on = p.strings(&["start_on"])?.filter(|s| !s.is_empty());
+        step.end_on = p.strings(&["end_on"])?.filter(|s| !s.is_empty());
+        if let Some(c) = p.choice(&["counter", "token_counter"], &["model", "approximate", "len"])? {
+            step.counter = match c.as_str() {
+                "approximate" => TrimCounter::Approximate(Approximate::default()),
+                "len" => TrimCounter::Messages,
+                _ => TrimCounter::Model,
+            };
+        }
+        if let Some(b) = p.bool(&["keep_tool_pairs"])? {
+            step.keep_tool_pairs = b;
+        }
+        Ok(step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steps::test_support::{openai, run, texts, tool_history};
+    use serde_json::json;
+
+    /// LangChain's test counter: 10 per string message, 3 + 4 per block + 3 for a list.
+    struct Dummy {
+        calls: usize,
+    }
+
+    impl ListCounter for Dummy {
+        type Error = Infallible;
+
+        fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+            self.calls += 1;
+            Ok(items
+                .iter()
+                .map(|item| match &item_message(messages, *item).content {
+                    LangchainContent::Blocks(b) => 6 + 4 * b.len(),
+                    _ => 10,
+                })
+                .sum::<usize>() as f64)
+        }
+    }
+
+    fn lc(values: Value) -> Vec<LangchainMessage> {
+        values.as_array().unwrap().iter().map(|v| LangchainMessage::from_openai(v).unwrap()).collect()
+    }
+
+    /// LangChain's `_MESSAGES_TO_TRIM`.
+    fn to_trim() -> Vec<LangchainMessage> {
+        lc(json!([
+            {"role": "system", "content": "This is a 4 token text."},
+            {"role": "user", "content": "This is a 4 token text."},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "This is the FIRST 4 token block."},
+                {"type": "text", "text": "This is the SECOND 4 token block."}]},
+            {"role": "user", "content": "This is a 4 token text."},
+            {"role": "assistant", "content": "This is a 4 token text."}
+        ]))
+    }
+
+    fn trim(step: &LangchainTrim, messages: &[LangchainMessage], max: f64) -> Vec<Kept> {
+        let mut counter = Dummy { calls: 0 };
+        match step.trim(messages, max, &mut counter, &mut Lines) {
+            Ok(kept) => kept,
+            Err(never) => match never {},
+        }
+    }
+
+    fn whole(indices: &[usize]) -> Vec<Kept> {
+        indices.iter().map(|&index| Kept { index, partial: None }).collect()
+    }
+
+    #[test]
+    fn first_keeps_the_longest_prefix_that_fits() {
+        let step = LangchainTrim { strategy: Strategy::First, ..LangchainTrim::default() };
+        assert_eq!(trim(&step, &to_trim(), 30.0), whole(&[0, 1]));
+        let partial = LangchainTrim { allow_partial: true, ..step.clone() };
+        let mut expected = whole(&[0, 1]);
+        expected.push(Kept {
+            index: 2,
+            partial: Some(PartialContent::Blocks { start: 0, end: 1, reversed: false }),
+        });
+        assert_eq!(trim(&partial, &to_trim(), 30.0), expected);
+        // end_on drops the cut message again
+        let end_on = LangchainTrim { end_on: Some(vec!["human".into()]), ..partial };
+        assert_eq!(trim(&end_on, &to_trim(), 30.0), whole(&[0, 1]));
+    }
+
+    #[test]
+    fn last_keeps_the_system_message_and_the_newest() {
+        let step = LangchainTrim { include_system: true, ..LangchainTrim::default() };
+        assert_eq!(trim(&step, &to_trim(), 30.0), whole(&[0, 3, 4]));
+        let partial = LangchainTrim { allow_partial: true, ..step.clone() };
+        let kept = trim(&partial, &to_trim(), 40.0);
+        assert_eq!(
+            kept[1],
+            Kept { index: 2, partial: Some(PartialContent::Blocks { start: 1, end: 2, reversed: false }) }
+        );
+        let start_on = LangchainTrim { start_on: Some(vec!["human".into()]), ..partial };
+        assert_eq!(trim(&start_on, &to_trim(), 30.0), whole(&[0, 3, 4]));
+        // the system message stays even when it alone is over the limit
+        assert_eq!(trim(&step, &to_trim(), 5.0), whole(&[0]));
+    }
+
+    #[test]
+    fn text_is_cut_at_lines_from_the_right_end() {
+        let messages = lc(json!([{"role": "user", "content": "one\ntwo\nthree"}]));
+        let chars =
+            Approximate { chars_per_token: 1.0, extra_tokens_per_message: 0.0, ..Approximate::default() };
+        // "user" costs 4: 10 leaves room for 6 characters of text
+        for (strategy, kept) in [(Strategy::First, "one\n"), (Strategy::Last, "three")] {
+            let step = LangchainTrim { strategy, allow_partial: true, ..LangchainTrim::default() };
+            let mut counter = chars;
+            let out = match step.trim(&messages, 10.0, &mut counter, &mut Lines) {
+                Ok(k) => k,
+                Err(never) => match never {},
+            };
+            assert_eq!(out, vec![Kept { index: 0, partial: Some(PartialContent::Text(kept.into())) }]);
+        }
+        assert_eq!(Lines.split("a\nb\n").unwrap(), vec!["a\n", "b\n", ""]);
+        assert_eq!(Lines.split("a").unwrap(), vec!["a"]);
+    }
+
+    #[test]
+    fn a_running_sum_counter_gives_the_binary_search_answer() {
+        /// Approximate without its shortcut: counted the way LangChain searches.
+        struct Searching(Approximate);
+        impl ListCounter for Searching {
+            type Error = Infallible;
+            fn count(&mut self, m: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+                ListCounter::count(&mut self.0, m, items)
+            }
+        }
+        let messages = lc(json!((0..40)
+            .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": "word ".repeat(i * 7 % 13)}))
+            .collect::<Vec<_>>()));
+        for strategy in [Strategy::First, Strategy::Last] {
+            for max in [0.0, 7.0, 50.0, 123.0, 400.0, 10_000.0] {
+                let step = LangchainTrim { strategy, allow_partial: true, ..LangchainTrim::default() };
+                let fast = step.trim(&messages, max, &mut Approximate::default(), &mut Lines);
+                let slow = step.trim(&messages, max, &mut Searching(Approximate::default()), &mut Lines);
+                assert_eq!(fast, slow, "{strategy:?} {max}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cut_through_a_tool_step_drops_its_broken_half() {
+        let messages = lc(json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "r"},
+            {"role": "assistant", "content": "done"},
+            {"role": "tool", "tool_call_id": "zz", "content": "already orphaned"}
+        ]));
+        let last = LangchainTrim::default();
+        let mut len = MessageCount;
+        let kept = |step: &LangchainTrim, max: f64, len: &mut MessageCount| match step
+            .trim(&messages, max, len, &mut Lines)
+        {
+            Ok(k) => k.into_iter().map(|k| k.index).collect::<Vec<_>>(),
+            Err(never) => match never {},
+        };
+        // LangChain keeps [tool a, assistant, tool zz]: the result of "a" goes; "zz" was
+        // orphaned in the input and stays
+        assert_eq!(kept(&last, 3.0, &mut len), vec![3, 4]);
+        let peer = LangchainTrim { keep_tool_pairs: false, ..last };
+        assert_eq!(kept(&peer, 3.0, &mut len), vec![2, 3, 4]);
+        // first: the call without its result goes
+        let first = LangchainTrim { strategy: Strategy::First, ..LangchainTrim::default() };
+        assert_eq!(kept(&first, 2.0, &mut len), vec![0]);
+    }
+
+    #[test]
+    fn runs_as_a_configured_step() {
+        let step = crate::config::step_from_value(
+            json!({"type": "trim_messages", "max_tokens": 3, "counter": "len"}),
+        )
+        .expect("a valid step");
+        let out = run(step.as_ref(), &tool_history());
+        // LangChain keeps [tool, user, assistant]; the tool result without its call goes
+        assert_eq!(texts(&out), vec!["user: and now?", "assistant: done"]);
+        let e = crate::config::step_from_value(
+            json!({"type": "langchain_trim", "max_tokens": 3, "strategy": "first", "include_system": true}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("include_system parameter is only valid"), "{e}");
+        let e = crate::config::step_from_value(json!({"type": "langchain_trim", "strategy": "middle"}))
+            .unwrap_err();
+        assert!(e.to_string().contains("Unrecognized strategy='middle'"), "{e}");
+    }
+
+    #[test]
+    fn the_model_counter_cuts_text_in_a_pipeline() {
+        let input = openai(r#"[{"role": "user", "content": "line one\nline two\nline three\nline four"}]"#);
+        let step = LangchainTrim { max_tokens: Some(12.0), allow_partial: true, ..LangchainTrim::default() };
+        let out = run(&step, &input);
+        assert_eq!(out.len(), 1);
+        let text = out[0].text_content();
+        assert!(text.starts_with("line") && text.ends_with("line four") && text.len() < 40, "{text:?}");
+    }
+}
