@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use serde_json::Value;
 use tightfit::steps::{
-    Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Strategy, TextSplitter,
+    Item, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Strategy, TextSplitter, TrimKept,
 };
 use tightfit::tokens::{Approximate, LangchainContent, LangchainMessage};
 
@@ -474,7 +474,7 @@ pub(crate) fn langchain_trim<'py>(
     };
     let in_rust =
         matches!(counter, Counter::Approximate(_) | Counter::Len) && matches!(splitter, Splitter::Lines);
-    let kept: Vec<Kept> = if in_rust {
+    let kept: Vec<TrimKept> = if in_rust {
         // nothing Python is called: run without the GIL
         let mut rust_counter = match counter {
             Counter::Approximate(a) => RustCounter::Approximate(a),
@@ -520,7 +520,7 @@ impl RustCounter {
         step: &LangchainTrim,
         lc: &[LangchainMessage],
         max: f64,
-    ) -> Result<Vec<Kept>, Infallible> {
+    ) -> Result<Vec<TrimKept>, Infallible> {
         match self {
             RustCounter::Approximate(a) => step.trim(lc, max, a, &mut Lines),
             RustCounter::Len => step.trim(lc, max, &mut MessageCount, &mut Lines),

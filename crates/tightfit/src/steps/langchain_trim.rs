@@ -94,7 +94,7 @@ pub enum Item<'a> {
 
 /// A message of the result: input message `index`, cut when `partial` is set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub struct TrimKept {
     /// The input message.
     pub index: usize,
     /// Its new content, if it was cut (blocks never reversed here).
@@ -302,7 +302,7 @@ impl LangchainTrim {
         max_tokens: f64,
         counter: &mut dyn ListCounter<Error = E>,
         splitter: &mut dyn TextSplitter<Error = E>,
-    ) -> Result<Vec<Kept>, E> {
+    ) -> Result<Vec<TrimKept>, E> {
         let order: Vec<usize> = (0..messages.len()).collect();
         let mut kept = match self.strategy {
             Strategy::First => self.first_max_tokens(
@@ -329,7 +329,7 @@ impl LangchainTrim {
         max_tokens: f64,
         counter: &mut dyn ListCounter<Error = E>,
         splitter: &mut dyn TextSplitter<Error = E>,
-    ) -> Result<Vec<Kept>, E> {
+    ) -> Result<Vec<TrimKept>, E> {
         if order.is_empty() {
             return Ok(Vec::new());
         }
@@ -359,7 +359,7 @@ impl LangchainTrim {
         )?;
         kept.reverse();
         if let Some(s) = system {
-            kept.insert(0, Kept { index: s, partial: None });
+            kept.insert(0, TrimKept { index: s, partial: None });
         }
         Ok(kept)
     }
@@ -375,12 +375,12 @@ impl LangchainTrim {
         splitter: &mut dyn TextSplitter<Error = E>,
         partial: Option<Strategy>,
         end_on: Option<&[String]>,
-    ) -> Result<Vec<Kept>, E> {
+    ) -> Result<Vec<TrimKept>, E> {
         let n = order.len();
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut kept: Vec<Kept> = order.iter().map(|&index| Kept { index, partial: None }).collect();
+        let mut kept: Vec<TrimKept> = order.iter().map(|&index| TrimKept { index, partial: None }).collect();
         let mut idx = match counter.longest_prefix_within(messages, order, max) {
             Some(found) => found?,
             None => {
@@ -406,7 +406,7 @@ impl LangchainTrim {
         if let (Some(side), true) = (partial, idx < n) {
             if let Some(cut) = self.partial(messages, order, idx, max, counter, splitter, side)? {
                 kept.truncate(idx);
-                kept.push(Kept { index: order[idx], partial: Some(cut) });
+                kept.push(TrimKept { index: order[idx], partial: Some(cut) });
                 idx += 1;
             }
         }
@@ -506,7 +506,7 @@ impl LangchainTrim {
 /// Drops, from `kept`, tool results whose call (the nearest one with their id before them in
 /// the input) was not kept, and messages whose calls lost a result that the input had (with
 /// their other results). Cost: O(n) per round, a round per message dropped in a chain.
-fn keep_tool_pairs(messages: &[LangchainMessage], kept: &mut Vec<Kept>) {
+fn keep_tool_pairs(messages: &[LangchainMessage], kept: &mut Vec<TrimKept>) {
     // which input message makes each call, and which input messages answer each caller
     let mut caller: HashMap<&str, usize> = HashMap::new();
     let mut answer_of = vec![None; messages.len()];
@@ -729,7 +729,7 @@ mod tests {
         ]))
     }
 
-    fn trim(step: &LangchainTrim, messages: &[LangchainMessage], max: f64) -> Vec<Kept> {
+    fn trim(step: &LangchainTrim, messages: &[LangchainMessage], max: f64) -> Vec<TrimKept> {
         let mut counter = Dummy { calls: 0 };
         match step.trim(messages, max, &mut counter, &mut Lines) {
             Ok(kept) => kept,
@@ -737,8 +737,8 @@ mod tests {
         }
     }
 
-    fn whole(indices: &[usize]) -> Vec<Kept> {
-        indices.iter().map(|&index| Kept { index, partial: None }).collect()
+    fn whole(indices: &[usize]) -> Vec<TrimKept> {
+        indices.iter().map(|&index| TrimKept { index, partial: None }).collect()
     }
 
     #[test]
@@ -747,7 +747,7 @@ mod tests {
         assert_eq!(trim(&step, &to_trim(), 30.0), whole(&[0, 1]));
         let partial = LangchainTrim { allow_partial: true, ..step.clone() };
         let mut expected = whole(&[0, 1]);
-        expected.push(Kept {
+        expected.push(TrimKept {
             index: 2,
             partial: Some(PartialContent::Blocks { start: 0, end: 1, reversed: false }),
         });
@@ -765,7 +765,10 @@ mod tests {
         let kept = trim(&partial, &to_trim(), 40.0);
         assert_eq!(
             kept[1],
-            Kept { index: 2, partial: Some(PartialContent::Blocks { start: 1, end: 2, reversed: false }) }
+            TrimKept {
+                index: 2,
+                partial: Some(PartialContent::Blocks { start: 1, end: 2, reversed: false })
+            }
         );
         let start_on = LangchainTrim { start_on: Some(vec!["human".into()]), ..partial };
         assert_eq!(trim(&start_on, &to_trim(), 30.0), whole(&[0, 3, 4]));
@@ -786,7 +789,7 @@ mod tests {
                 Ok(k) => k,
                 Err(never) => match never {},
             };
-            assert_eq!(out, vec![Kept { index: 0, partial: Some(PartialContent::Text(kept.into())) }]);
+            assert_eq!(out, vec![TrimKept { index: 0, partial: Some(PartialContent::Text(kept.into())) }]);
         }
         assert_eq!(Lines.split("a\nb\n").unwrap(), vec!["a\n", "b\n", ""]);
         assert_eq!(Lines.split("a").unwrap(), vec!["a"]);
