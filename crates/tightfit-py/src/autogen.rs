@@ -15,7 +15,7 @@ use serde_json::Value;
 use tightfit::config::Params;
 use tightfit::steps::{
     autogen_token_limited, autogen_token_limited_with, AutogenContext, AutogenMessage, AutogenPolicy,
-    AutogenView, ConfigError, Step, ViewPart,
+    AutogenView, ConfigError, InputBreakage, Step, ViewPart,
 };
 use tightfit::tokens::{AutogenOpenAiCounter, OpenAiEncoding, AUTOGEN_REPLY_PRIMING};
 
@@ -84,6 +84,9 @@ pub(crate) struct PyAutogenHistory {
     /// Counts of `messages[..tokens.len()]` under `counter`.
     tokens: Vec<usize>,
     counter: Option<AutogenOpenAiCounter>,
+    /// What the input already breaks, for `messages[..breakage.0]` (worked out once per
+    /// length, so asking again costs only the window).
+    breakage: Option<(usize, InputBreakage)>,
 }
 
 impl PyAutogenHistory {
@@ -93,6 +96,17 @@ impl PyAutogenHistory {
             .map_err(|e| Failure::Format { path: e.path(&path), reason: e.reason.clone() })?;
         AutogenMessage::from_value(&value, &path)
             .map_err(|e| Failure::Format { path: e.path, reason: e.reason })
+    }
+
+    fn breakage(&mut self) -> InputBreakage {
+        match self.breakage {
+            Some((len, b)) if len == self.messages.len() => b,
+            _ => {
+                let b = InputBreakage::of(&self.messages);
+                self.breakage = Some((self.messages.len(), b));
+                b
+            }
+        }
     }
 
     /// Counts the messages not counted yet under `counter` (all of them if the counter
@@ -142,7 +156,7 @@ fn tools_value(tools: Option<&Bound<'_, PyAny>>) -> Result<Vec<Value>, Failure> 
 impl PyAutogenHistory {
     #[new]
     fn new() -> PyAutogenHistory {
-        PyAutogenHistory { messages: Vec::new(), tokens: Vec::new(), counter: None }
+        PyAutogenHistory { messages: Vec::new(), tokens: Vec::new(), counter: None, breakage: None }
     }
 
     /// Adds one message (an autogen dict).
@@ -164,6 +178,7 @@ impl PyAutogenHistory {
     fn clear(&mut self) {
         self.messages.clear();
         self.tokens.clear();
+        self.breakage = None;
     }
 
     fn __len__(&self) -> usize {
@@ -187,9 +202,12 @@ impl PyAutogenHistory {
         tools: Option<&Bound<'py, PyAny>>,
         over: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        let breakage = self.breakage();
         let view = match (&context.inner.policy, over) {
             (AutogenPolicy::TokenLimited { .. }, Some(over)) => {
-                autogen_token_limited_with(&self.messages, |kept| over.call1((kept.to_vec(),))?.is_truthy())?
+                autogen_token_limited_with(&self.messages, breakage, |kept| {
+                    over.call1((kept.to_vec(),))?.is_truthy()
+                })?
             }
             (AutogenPolicy::TokenLimited { token_limit, .. }, None) => {
                 let limit = token_limit.ok_or_else(|| {
@@ -205,13 +223,19 @@ impl PyAutogenHistory {
                 let (messages, tokens) = (&self.messages, &self.tokens);
                 py.detach(|| {
                     guard(|| {
-                        Ok(autogen_token_limited(messages, tokens, AUTOGEN_REPLY_PRIMING + fixed, limit))
+                        Ok(autogen_token_limited(
+                            messages,
+                            breakage,
+                            tokens,
+                            AUTOGEN_REPLY_PRIMING + fixed,
+                            limit,
+                        ))
                     })
                 })?
             }
             _ => {
                 let messages = &self.messages;
-                py.detach(|| guard(|| context.inner.view(messages, None).map_err(Failure::Type)))?
+                py.detach(|| guard(|| context.inner.view(messages, breakage, None).map_err(Failure::Type)))?
             }
         };
         view_to_python(py, &view)

@@ -58,27 +58,19 @@ pub struct AutogenView {
 }
 
 impl AutogenView {
-    /// The view of the messages `keep` marks, with `placeholder` put before input index `at`.
-    fn from_mask(keep: &[bool], placeholder: Option<(usize, String)>) -> AutogenView {
-        let mut parts = Vec::new();
+    /// The view of the kept `ranges` (in order), with `placeholder` put before input index
+    /// `at` (after every kept message before it).
+    fn new(ranges: Vec<Range<usize>>, placeholder: Option<(usize, String)>) -> AutogenView {
+        let mut parts = Vec::with_capacity(ranges.len() + 1);
         let mut placeholder = placeholder;
-        let mut start = None;
-        for (i, kept) in keep.iter().copied().chain(std::iter::once(false)).enumerate() {
-            if placeholder.as_ref().is_some_and(|(at, _)| *at == i) {
-                if let Some(s) = start.take() {
-                    parts.push(ViewPart::Keep(s..i));
-                }
-                let (_, text) = placeholder.take().expect("checked");
-                parts.push(ViewPart::Placeholder(text));
+        for r in ranges.into_iter().filter(|r| !r.is_empty()) {
+            if placeholder.as_ref().is_some_and(|(at, _)| *at <= r.start) {
+                parts.push(ViewPart::Placeholder(placeholder.take().expect("checked").1));
             }
-            match (kept && i < keep.len(), start) {
-                (true, None) => start = Some(i),
-                (false, Some(s)) => {
-                    parts.push(ViewPart::Keep(s..i));
-                    start = None;
-                }
-                _ => {}
-            }
+            parts.push(ViewPart::Keep(r));
+        }
+        if let Some((_, text)) = placeholder {
+            parts.push(ViewPart::Placeholder(text));
         }
         AutogenView { parts }
     }
@@ -105,102 +97,130 @@ impl AutogenView {
     }
 }
 
-/// For each message, the tool step it belongs to when the input has that step whole enough
-/// to cut it: a calls message and the results messages right after it that answer its calls.
-/// `None` for every other message. O(messages + calls).
-fn steps(messages: &[AutogenMessage]) -> Vec<Option<usize>> {
-    let mut step = vec![None; messages.len()];
-    let mut i = 0;
-    while i < messages.len() {
-        if messages[i].is_calls() {
-            let ids: Vec<&str> = messages[i].call_ids().collect();
-            let mut j = i + 1;
-            while j < messages.len()
-                && messages[j].is_results()
-                && messages[j].answered_ids().any(|id| ids.contains(&id))
-            {
-                j += 1;
-            }
-            if j > i + 1 {
-                step[i..j].fill(Some(i));
-            }
-            i = j;
-        } else {
-            i += 1;
-        }
+/// The tool step message `i` belongs to, when it has one to cut: a calls message and the
+/// results messages right after it that answer its calls. O(size of the step).
+fn step_at(messages: &[AutogenMessage], i: usize) -> Option<Range<usize>> {
+    let mut start = i;
+    while start > 0 && messages[start].is_results() {
+        start -= 1;
     }
-    step
+    if !messages[start].is_calls() {
+        return None;
+    }
+    let ids: Vec<&str> = messages[start].call_ids().collect();
+    let mut end = start + 1;
+    while end < messages.len()
+        && messages[end].is_results()
+        && messages[end].answered_ids().any(|id| ids.contains(&id))
+    {
+        end += 1;
+    }
+    (end > start + 1 && i < end).then_some(start..end)
 }
 
-/// Which kinds of breakage the input already has: (a call no result right after it answers,
-/// a result that answers no call of the step right before it).
-fn input_breakage(messages: &[AutogenMessage], step: &[Option<usize>]) -> (bool, bool) {
-    let mut unanswered = false;
-    let mut orphan = false;
-    for (i, m) in messages.iter().enumerate() {
-        if m.is_calls() {
-            let answered: Vec<&str> = (i + 1..messages.len())
-                .take_while(|&j| step[j] == Some(i))
-                .flat_map(|j| messages[j].answered_ids())
-                .collect();
-            unanswered |= m.call_ids().any(|id| !answered.contains(&id));
-        } else if m.is_results() {
-            orphan |= match step[i] {
-                Some(s) => {
-                    let ids: Vec<&str> = messages[s].call_ids().collect();
-                    m.answered_ids().any(|id| !ids.contains(&id))
-                }
-                None => m.answered_ids().next().is_some(),
-            };
-        }
-    }
-    (unanswered, orphan)
+/// Which kinds of breakage an input already has. The contexts cut an input that already breaks
+/// a rule exactly as autogen does (it was invalid before, and the conformance corpus holds us
+/// to autogen's output there); they keep from adding a kind it did not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InputBreakage {
+    /// A call that no result right after it answers.
+    pub unanswered_call: bool,
+    /// A result that answers no call of the step right before it.
+    pub orphan_result: bool,
 }
 
-/// Drops the kept part of every tool step the mask cuts (a call kept without its results, or
-/// results without their call), so the cut adds no kind of breakage the input did not have.
-/// An input that already has that kind (a dangling call, an orphan result) is left exactly
-/// as autogen cuts it: the caller's history was invalid before, and the contexts hand back
-/// what autogen would. Only removes, so any limit the mask met still holds.
-fn keep_steps_whole(messages: &[AutogenMessage], keep: &mut [bool]) {
-    let step = steps(messages);
-    let (had_unanswered, had_orphan) = input_breakage(messages, &step);
-    let mut i = 0;
-    while i < messages.len() {
-        let Some(s) = step[i] else {
-            i += 1;
+impl InputBreakage {
+    /// Looks at every message once. O(messages + calls); the Python adapter keeps it per
+    /// history length, so asking a context again costs only the window.
+    pub fn of(messages: &[AutogenMessage]) -> InputBreakage {
+        let mut found = InputBreakage::default();
+        let mut i = 0;
+        while i < messages.len() {
+            let m = &messages[i];
+            if m.is_calls() {
+                let step = step_at(messages, i).unwrap_or(i..i + 1);
+                let answered: Vec<&str> =
+                    messages[step.clone()].iter().flat_map(|r| r.answered_ids()).collect();
+                found.unanswered_call |= m.call_ids().any(|id| !answered.contains(&id));
+                let ids: Vec<&str> = m.call_ids().collect();
+                found.orphan_result |= answered.iter().any(|id| !ids.contains(id));
+                i = step.end;
+            } else {
+                found.orphan_result |= m.is_results() && m.answered_ids().next().is_some();
+                i += 1;
+            }
+        }
+        found
+    }
+}
+
+/// Removes the kept part of every tool step the kept `ranges` cut (a call kept without its
+/// results, or results without their call), unless the input already breaks that rule (see
+/// [`InputBreakage`]). Only a step across a range's edge can be cut, so this costs the size
+/// of those steps, not of the history. Only removes, so any limit the ranges met still holds.
+fn keep_steps_whole(
+    messages: &[AutogenMessage],
+    breakage: InputBreakage,
+    ranges: Vec<Range<usize>>,
+) -> Vec<Range<usize>> {
+    let ranges: Vec<Range<usize>> = ranges.into_iter().filter(|r| !r.is_empty()).collect();
+    let kept = |i: usize| ranges.iter().any(|r| r.contains(&i));
+    let mut drop: Vec<Range<usize>> = Vec::new();
+    for edge in ranges.iter().flat_map(|r| [r.start, r.end - 1]) {
+        let Some(step) = step_at(messages, edge) else { continue };
+        if drop.iter().any(|d| d.start == step.start) {
             continue;
-        };
-        let end = (i..messages.len()).find(|&j| step[j] != Some(s)).unwrap_or(messages.len());
-        let kept = keep[i..end].iter().filter(|k| **k).count();
-        if kept > 0 && kept < end - i {
-            // the calls kept: the cut leaves them unanswered; else it orphans results
-            let breaks_anew = if keep[i] { !had_unanswered } else { !had_orphan };
-            if breaks_anew {
-                keep[i..end].fill(false);
-            }
         }
-        i = end;
+        let n = step.clone().filter(|&i| kept(i)).count();
+        if n == 0 || n == step.len() {
+            continue;
+        }
+        // the call kept: the cut leaves it unanswered; else it orphans results
+        let anew = if kept(step.start) { !breakage.unanswered_call } else { !breakage.orphan_result };
+        if anew {
+            drop.push(step);
+        }
     }
+    if drop.is_empty() {
+        return ranges;
+    }
+    let mut out = Vec::with_capacity(ranges.len() + drop.len());
+    for r in ranges {
+        let mut pieces = vec![r];
+        for d in &drop {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|p| [p.start..p.end.min(d.start), p.start.max(d.end)..p.end])
+                .filter(|p| !p.is_empty())
+                .collect();
+        }
+        out.extend(pieces);
+    }
+    out
 }
 
-/// `BufferedChatCompletionContext(buffer_size).get_messages()`. O(messages).
-pub fn buffered(messages: &[AutogenMessage], buffer_size: usize) -> AutogenView {
+/// `BufferedChatCompletionContext(buffer_size).get_messages()`. O(buffer).
+pub fn buffered(messages: &[AutogenMessage], breakage: InputBreakage, buffer_size: usize) -> AutogenView {
     let mut start = messages.len().saturating_sub(buffer_size);
     if messages.get(start).is_some_and(AutogenMessage::is_results) {
         start += 1;
     }
-    let mut keep = vec![false; messages.len()];
-    keep[start..].fill(true);
-    keep_steps_whole(messages, &mut keep);
-    AutogenView::from_mask(&keep, None)
+    AutogenView::new(
+        keep_steps_whole(messages, breakage, std::iter::once(start..messages.len()).collect()),
+        None,
+    )
 }
 
-/// `HeadAndTailChatCompletionContext(head_size, tail_size).get_messages()`. O(messages).
-pub fn head_and_tail(messages: &[AutogenMessage], head_size: usize, tail_size: usize) -> AutogenView {
+/// `HeadAndTailChatCompletionContext(head_size, tail_size).get_messages()`. O(head + tail).
+pub fn head_and_tail(
+    messages: &[AutogenMessage],
+    breakage: InputBreakage,
+    head_size: usize,
+    tail_size: usize,
+) -> AutogenView {
     let len = messages.len();
     let Some(skipped) = len.checked_sub(head_size.saturating_add(tail_size)).filter(|s| *s > 0) else {
-        return AutogenView { parts: if len == 0 { vec![] } else { vec![ViewPart::Keep(0..len)] } };
+        return AutogenView::new(std::iter::once(0..len).collect(), None);
     };
     let mut head_end = head_size;
     if head_end > 0 && messages[head_end - 1].is_calls() {
@@ -210,11 +230,8 @@ pub fn head_and_tail(messages: &[AutogenMessage], head_size: usize, tail_size: u
     if messages[tail_start].is_results() {
         tail_start += 1;
     }
-    let mut keep = vec![false; len];
-    keep[..head_end].fill(true);
-    keep[tail_start..].fill(true);
-    keep_steps_whole(messages, &mut keep);
-    AutogenView::from_mask(&keep, Some((head_size, autogen_skipped_text(skipped))))
+    let ranges = keep_steps_whole(messages, breakage, vec![0..head_end, tail_start..len]);
+    AutogenView::new(ranges, Some((head_size, autogen_skipped_text(skipped))))
 }
 
 /// The messages autogen's token-limited loop keeps, as `[0, left)` and `[right, len)`:
@@ -239,19 +256,21 @@ fn remove_middle<E>(
     Ok((left, right))
 }
 
-/// The mask of `[0, left) ∪ [right, len)`, less a results message left first, with steps
-/// kept whole.
-fn token_limited_view(messages: &[AutogenMessage], left: usize, right: usize) -> AutogenView {
-    let mut keep = vec![false; messages.len()];
-    keep[..left].fill(true);
-    keep[right..].fill(true);
-    if let Some(first) = keep.iter().position(|k| *k) {
-        if messages[first].is_results() {
-            keep[first] = false;
+/// `[0, left)` and `[right, len)`, less a results message left first, with steps kept whole.
+fn token_limited_view(
+    messages: &[AutogenMessage],
+    breakage: InputBreakage,
+    left: usize,
+    right: usize,
+) -> AutogenView {
+    let mut ranges: Vec<Range<usize>> =
+        [0..left, right..messages.len()].into_iter().filter(|r| !r.is_empty()).collect();
+    if let Some(first) = ranges.first_mut() {
+        if messages[first.start].is_results() {
+            first.start += 1;
         }
     }
-    keep_steps_whole(messages, &mut keep);
-    AutogenView::from_mask(&keep, None)
+    AutogenView::new(keep_steps_whole(messages, breakage, ranges), None)
 }
 
 /// `TokenLimitedChatCompletionContext.get_messages()` with any counter: `over(kept)` says
@@ -260,6 +279,7 @@ fn token_limited_view(messages: &[AutogenMessage], left: usize, right: usize) ->
 /// does; errors pass through.
 pub fn token_limited_with<E>(
     messages: &[AutogenMessage],
+    breakage: InputBreakage,
     mut over: impl FnMut(&[usize]) -> Result<bool, E>,
 ) -> Result<AutogenView, E> {
     let len = messages.len();
@@ -269,21 +289,21 @@ pub fn token_limited_with<E>(
         kept.extend((0..left).chain(right..len));
         over(&kept)
     })?;
-    Ok(token_limited_view(messages, left, right))
+    Ok(token_limited_view(messages, breakage, left, right))
 }
 
 /// `TokenLimitedChatCompletionContext.get_messages()` with a counter whose count is the sum
 /// of per-message `tokens` plus `fixed` (priming and tools): messages go while that is over
-/// `limit`. O(messages), one addition per removal.
+/// `limit`. O(messages), one subtraction per removal.
 pub fn token_limited(
     messages: &[AutogenMessage],
+    breakage: InputBreakage,
     tokens: &[usize],
     fixed: usize,
     limit: usize,
 ) -> AutogenView {
     debug_assert_eq!(messages.len(), tokens.len());
-    let total: usize = tokens.iter().sum();
-    let mut sum = total;
+    let mut sum: usize = tokens.iter().sum();
     let (mut last_left, mut last_right) = (messages.len() / 2, messages.len() / 2);
     let result: Result<_, std::convert::Infallible> = remove_middle(messages.len(), |left, right| {
         // one message left the kept set since the last call (or none, the first time)
@@ -296,7 +316,7 @@ pub fn token_limited(
         Ok(sum + fixed > limit)
     });
     let Ok((left, right)) = result;
-    token_limited_view(messages, left, right)
+    token_limited_view(messages, breakage, left, right)
 }
 
 /// Which autogen context a step is.
@@ -333,20 +353,25 @@ pub struct AutogenContext {
 }
 
 impl AutogenContext {
-    /// The view of `messages` under this context; `budget` stands in for a missing
-    /// `token_limit`.
-    pub fn view(&self, messages: &[AutogenMessage], budget: Option<usize>) -> Result<AutogenView, String> {
+    /// The view of `messages` (whose [`InputBreakage`] is `breakage`) under this context;
+    /// `budget` stands in for a missing `token_limit`.
+    pub fn view(
+        &self,
+        messages: &[AutogenMessage],
+        breakage: InputBreakage,
+        budget: Option<usize>,
+    ) -> Result<AutogenView, String> {
         Ok(match &self.policy {
-            AutogenPolicy::Buffered { buffer_size } => buffered(messages, *buffer_size),
+            AutogenPolicy::Buffered { buffer_size } => buffered(messages, breakage, *buffer_size),
             AutogenPolicy::HeadAndTail { head_size, tail_size } => {
-                head_and_tail(messages, *head_size, *tail_size)
+                head_and_tail(messages, breakage, *head_size, *tail_size)
             }
             AutogenPolicy::TokenLimited { token_limit, encoding } => {
                 let limit = token_limit.or(budget).ok_or("no token_limit and no budget")?;
                 let counter = AutogenOpenAiCounter::new(*encoding);
                 let tokens = messages.iter().map(|m| counter.message(m)).collect::<Result<Vec<_>, _>>();
                 let tokens = tokens.map_err(|e| e.to_string())?;
-                token_limited(messages, &tokens, crate::tokens::AUTOGEN_REPLY_PRIMING, limit)
+                token_limited(messages, breakage, &tokens, crate::tokens::AUTOGEN_REPLY_PRIMING, limit)
             }
         })
     }
@@ -384,7 +409,9 @@ impl Step for AutogenContext {
         let messages: Vec<Message> = history.messages().iter().map(|m| m.as_ref().clone()).collect();
         let grouped = AutogenMessage::group(&messages);
         let (autogen, ranges): (Vec<_>, Vec<_>) = grouped.into_iter().unzip();
-        let view = self.view(&autogen, cx.budget).map_err(|e| StepError::new(self.name(), e))?;
+        let view = self
+            .view(&autogen, InputBreakage::of(&autogen), cx.budget)
+            .map_err(|e| StepError::new(self.name(), e))?;
         let mut keep = vec![false; messages.len()];
         for i in view.kept() {
             keep[ranges[i].clone()].fill(true);
@@ -469,6 +496,10 @@ mod tests {
         .unwrap()
     }
 
+    fn b(messages: &[AutogenMessage]) -> InputBreakage {
+        InputBreakage::of(messages)
+    }
+
     /// u0 a1 c2 r3 a4 u5
     fn history() -> Vec<AutogenMessage> {
         vec![user("u0"), said("a1"), calls("x"), results("x"), said("a4"), user("u5")]
@@ -477,18 +508,18 @@ mod tests {
     #[test]
     fn buffered_drops_a_leading_results_message() {
         let h = history();
-        assert_eq!(buffered(&h, 3).kept(), vec![4, 5]);
-        assert_eq!(buffered(&h, 4).kept(), vec![2, 3, 4, 5]);
-        assert_eq!(buffered(&h, 100).kept(), vec![0, 1, 2, 3, 4, 5]);
-        assert!(buffered(&[], 1).is_empty());
+        assert_eq!(buffered(&h, b(&h), 3).kept(), vec![4, 5]);
+        assert_eq!(buffered(&h, b(&h), 4).kept(), vec![2, 3, 4, 5]);
+        assert_eq!(buffered(&h, b(&h), 100).kept(), vec![0, 1, 2, 3, 4, 5]);
+        assert!(buffered(&[], InputBreakage::default(), 1).is_empty());
     }
 
     #[test]
     fn head_and_tail_counts_skipped_before_its_drops() {
         let h = history();
         // head [u0 a1 c2] less c2; tail [r3 a4 u5] less r3; skipped = 6 - 3 - 3 = 0: all
-        assert_eq!(head_and_tail(&h, 3, 3).kept(), (0..6).collect::<Vec<_>>());
-        let view = head_and_tail(&h, 3, 2);
+        assert_eq!(head_and_tail(&h, b(&h), 3, 3).kept(), (0..6).collect::<Vec<_>>());
+        let view = head_and_tail(&h, b(&h), 3, 2);
         assert_eq!(
             view.parts,
             vec![
@@ -498,7 +529,7 @@ mod tests {
             ]
         );
         assert_eq!(view.len(), 5);
-        let view = head_and_tail(&h, 1, 1);
+        let view = head_and_tail(&h, b(&h), 1, 1);
         assert_eq!(
             view.parts,
             vec![
@@ -530,26 +561,51 @@ mod tests {
         let h = history();
         let tokens = [10, 10, 10, 10, 10, 10];
         // everything fits
-        assert_eq!(token_limited(&h, &tokens, 3, 63).kept(), (0..6).collect::<Vec<_>>());
+        assert_eq!(token_limited(&h, b(&h), &tokens, 3, 63).kept(), (0..6).collect::<Vec<_>>());
         // one must go: index 3, the results: autogen keeps the call without them; we drop it
-        assert_eq!(token_limited(&h, &tokens, 3, 53).kept(), vec![0, 1, 4, 5]);
+        assert_eq!(token_limited(&h, b(&h), &tokens, 3, 53).kept(), vec![0, 1, 4, 5]);
         // the generic loop agrees with the additive one
-        let generic =
-            token_limited_with::<()>(&h, |kept| Ok(kept.iter().map(|i| tokens[*i]).sum::<usize>() + 3 > 53))
-                .unwrap();
+        let generic = token_limited_with::<()>(&h, b(&h), |kept| {
+            Ok(kept.iter().map(|i| tokens[*i]).sum::<usize>() + 3 > 53)
+        })
+        .unwrap();
         assert_eq!(generic.kept(), vec![0, 1, 4, 5]);
         // nothing fits
-        assert!(token_limited(&h, &tokens, 3, 5).is_empty());
+        assert!(token_limited(&h, b(&h), &tokens, 3, 5).is_empty());
     }
 
     #[test]
     fn what_was_broken_in_the_input_stays_as_autogen_leaves_it() {
         // a dangling call (no results) is kept; an orphan results message at the start goes
         let h = vec![user("u"), calls("x")];
-        assert_eq!(buffered(&h, 5).kept(), vec![0, 1]);
+        assert_eq!(buffered(&h, b(&h), 5).kept(), vec![0, 1]);
         let h = vec![results("y"), user("u"), said("a")];
-        assert_eq!(token_limited(&h, &[5, 5, 5], 3, 100).kept(), vec![1, 2]);
-        assert_eq!(head_and_tail(&h, 1, 1).kept(), vec![0, 2]);
+        assert_eq!(token_limited(&h, b(&h), &[5, 5, 5], 3, 100).kept(), vec![1, 2]);
+        assert_eq!(head_and_tail(&h, b(&h), 1, 1).kept(), vec![0, 2]);
+    }
+
+    #[test]
+    fn a_step_split_across_the_removed_block_goes_whole() {
+        // c1 answered by two results messages; removing r2 (the middle) splits the step
+        let h = vec![user("u"), calls("x"), results("x"), results("x"), said("a")];
+        assert_eq!(b(&h), InputBreakage::default());
+        let tokens = [10, 10, 10, 10, 10];
+        assert_eq!(token_limited(&h, b(&h), &tokens, 0, 40).kept(), vec![0, 4]);
+        // the input already has a dangling call: autogen's cut stands
+        let mut broken = h.clone();
+        broken.push(calls("y"));
+        let tokens = [10, 10, 10, 10, 10, 10];
+        assert!(b(&broken).unanswered_call);
+        assert_eq!(token_limited(&broken, b(&broken), &tokens, 0, 50).kept(), vec![0, 1, 2, 4, 5]);
+    }
+
+    #[test]
+    fn input_breakage_sees_dangling_calls_and_orphans() {
+        assert_eq!(b(&history()), InputBreakage::default());
+        assert!(b(&[user("u"), calls("x")]).unanswered_call);
+        assert!(b(&[results("x"), user("u")]).orphan_result);
+        let both = InputBreakage { unanswered_call: true, orphan_result: true };
+        assert_eq!(b(&[calls("x"), results("y")]), both);
     }
 
     #[test]

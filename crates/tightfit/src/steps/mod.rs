@@ -58,7 +58,7 @@ pub use ag2_token_limiter::{
 pub use autogen_context::{
     autogen_skipped_text, buffered as autogen_buffered, head_and_tail as autogen_head_and_tail,
     token_limited as autogen_token_limited, token_limited_with as autogen_token_limited_with, AutogenContext,
-    AutogenPolicy, AutogenView, ViewPart,
+    AutogenPolicy, AutogenView, InputBreakage, ViewPart,
 };
 pub use autogen_message::{AutogenCall, AutogenFormatError, AutogenMessage, AutogenPart, AutogenResult};
 pub use clear_tool_results::ClearToolResults;
