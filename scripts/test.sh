@@ -17,9 +17,8 @@ echo "== python: wheel, install, pytest"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if [ ! -x .venv/bin/maturin ] || [ ! -x .venv/bin/pytest ]; then
-  .venv/bin/python -m pip install --quiet "maturin>=1.9.4,<2" "pytest>=8"
-fi
+# the build and test tools and the peer libraries (a no-op when they are there)
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/tightfit-py/requirements-test.txt
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
 # a dev-profile wheel: it shares the build with the Rust tests above instead of a release build
@@ -27,3 +26,7 @@ trap 'rm -rf "$wheels"' EXIT
   -m crates/tightfit-py/Cargo.toml --out "$wheels"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/tightfit-*.whl
 .venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
+
+echo "== peer suites: autogen-core's and langchain-core's own tests against the adapters"
+crates/tightfit-py/peer_suites/run_autogen_core.sh .venv/bin/python -q
+crates/tightfit-py/peer_suites/run_langchain_core.sh
