@@ -9,8 +9,8 @@
 //! per-message function once per message. The choice of counter is made by the Python adapter
 //! (it needs `inspect` and LangChain's own functions to recognise them).
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::convert::Infallible;
 
 use pyo3::exceptions::{PyTypeError, PyValueError, PyZeroDivisionError};
 use pyo3::intern;
@@ -18,7 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use serde_json::Value;
 use tightfit::steps::{
-    Item, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Strategy, TextSplitter, TrimKept,
+    Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Source, Strategy,
+    TextSplitter,
 };
 use tightfit::tokens::{Approximate, LangchainContent, LangchainMessage};
 
@@ -244,10 +245,28 @@ enum Counter<'py> {
     Python { counter: PyCounter<'py>, objects: Bound<'py, PyList>, copies: HashMap<usize, Bound<'py, PyAny>> },
 }
 
-fn never<T>(r: Result<T, Infallible>) -> T {
-    match r {
-        Ok(t) => t,
-        Err(e) => match e {},
+/// The caller's messages, each read into a [`LangchainMessage`] the first time the engine
+/// asks for it: a trim reads only what its search passes.
+struct PySource<'py> {
+    objects: Bound<'py, PyList>,
+    cells: Vec<OnceCell<LangchainMessage>>,
+    classes: Classes<'py>,
+    needs: Needs,
+    type_classes: Vec<(String, Bound<'py, PyAny>)>,
+}
+
+impl Source<PyErr> for PySource<'_> {
+    fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    fn message(&self, i: usize) -> PyResult<&LangchainMessage> {
+        let cell = &self.cells[i];
+        if let Some(m) = cell.get() {
+            return Ok(m);
+        }
+        let m = read_message(i, &self.objects.get_item(i)?, &self.classes, self.needs, &self.type_classes)?;
+        Ok(cell.get_or_init(|| m))
     }
 }
 
@@ -331,12 +350,10 @@ fn number(value: Bound<'_, PyAny>) -> PyResult<f64> {
     })
 }
 
-impl ListCounter for Counter<'_> {
-    type Error = PyErr;
-
-    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> PyResult<f64> {
+impl ListCounter<PyErr> for Counter<'_> {
+    fn count(&mut self, source: &dyn Source<PyErr>, items: &[Item<'_>]) -> PyResult<f64> {
         match self {
-            Counter::Approximate(a) => Ok(never(ListCounter::count(a, messages, items))),
+            Counter::Approximate(a) => ListCounter::count(a, source, items),
             Counter::Len => Ok(items.len() as f64),
             Counter::Python { counter: PyCounter::List(f), objects, .. } => {
                 let py = objects.py();
@@ -359,13 +376,13 @@ impl ListCounter for Counter<'_> {
 
     fn longest_prefix_within(
         &mut self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<PyErr>,
         order: &[usize],
         max: f64,
     ) -> Option<PyResult<usize>> {
         match self {
-            Counter::Approximate(a) => a.longest_prefix_within(messages, order, max).map(|r| Ok(never(r))),
-            Counter::Len => MessageCount.longest_prefix_within(messages, order, max).map(|r| Ok(never(r))),
+            Counter::Approximate(a) => a.longest_prefix_within(source, order, max),
+            Counter::Len => MessageCount.longest_prefix_within(source, order, max),
             Counter::Python { .. } => None,
         }
     }
@@ -377,12 +394,10 @@ enum Splitter<'py> {
     Python(Bound<'py, PyAny>),
 }
 
-impl TextSplitter for Splitter<'_> {
-    type Error = PyErr;
-
+impl TextSplitter<PyErr> for Splitter<'_> {
     fn split(&mut self, text: &str) -> PyResult<Vec<String>> {
         match self {
-            Splitter::Lines => Ok(never(Lines.split(text))),
+            Splitter::Lines => Lines.split(text),
             Splitter::Python(f) => {
                 let pieces = f.call1((text,))?;
                 let mut out = Vec::new();
@@ -463,32 +478,19 @@ pub(crate) fn langchain_trim<'py>(
         tool_calls: matches!(counter, Counter::Approximate(_)) || allow_partial,
         usage: matches!(&counter, Counter::Approximate(a) if a.use_usage_metadata_scaling),
     };
-    let lc: Vec<LangchainMessage> = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| read_message(i, &m, &classes, needs, &type_classes))
-        .collect::<PyResult<_>>()?;
+    let source = PySource {
+        objects: messages.clone(),
+        cells: (0..messages.len()).map(|_| OnceCell::new()).collect(),
+        classes,
+        needs,
+        type_classes,
+    };
     let mut splitter = match splitter {
         Some(f) if !f.is_none() => Splitter::Python(f),
         _ => Splitter::Lines,
     };
-    let in_rust =
-        matches!(counter, Counter::Approximate(_) | Counter::Len) && matches!(splitter, Splitter::Lines);
-    let kept: Vec<TrimKept> = if in_rust {
-        // nothing Python is called: run without the GIL
-        let mut rust_counter = match counter {
-            Counter::Approximate(a) => RustCounter::Approximate(a),
-            _ => RustCounter::Len,
-        };
-        py.detach(|| {
-            guard(|| match rust_counter.trim(&step, &lc, max_tokens) {
-                Ok(kept) => Ok(kept),
-                Err(e) => match e {},
-            })
-        })?
-    } else {
-        step.trim(&lc, max_tokens, &mut counter, &mut splitter)?
-    };
+    // the GIL stays held: messages are read from their Python objects as the search needs them
+    let kept: Vec<Kept> = guard_py(|| step.trim(&source, max_tokens, &mut counter, &mut splitter))?;
     let out = PyList::empty(py);
     for k in kept {
         let original = messages.get_item(k.index)?;
@@ -508,23 +510,18 @@ pub(crate) fn langchain_trim<'py>(
     Ok(out)
 }
 
-/// The engine's own counters, for a trim without the GIL.
-enum RustCounter {
-    Approximate(Approximate),
-    Len,
-}
-
-impl RustCounter {
-    fn trim(
-        &mut self,
-        step: &LangchainTrim,
-        lc: &[LangchainMessage],
-        max: f64,
-    ) -> Result<Vec<TrimKept>, Infallible> {
-        match self {
-            RustCounter::Approximate(a) => step.trim(lc, max, a, &mut Lines),
-            RustCounter::Len => step.trim(lc, max, &mut MessageCount, &mut Lines),
-        }
+/// Runs `f`, turning an engine panic into `tightfit.Error` (a Python exception raised by a
+/// counter passes through as it is).
+fn guard_py<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    let mut inner = None;
+    let outcome = guard(|| {
+        inner = Some(f());
+        Ok(())
+    });
+    match (outcome, inner) {
+        (Ok(()), Some(result)) => result,
+        (Err(failure), _) => Err(failure.into()),
+        (Ok(()), None) => Err(Failure::Internal("the trim did not run".into()).into()),
     }
 }
 

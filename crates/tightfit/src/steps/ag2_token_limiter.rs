@@ -110,7 +110,7 @@ pub enum Ag2Error {
 
 /// One message of the result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub struct Ag2Kept {
     /// Its input index.
     pub index: usize,
     /// The message when it was changed; `None` when it is the input's.
@@ -287,8 +287,8 @@ impl Ag2TokenLimiter {
         &self,
         len: usize,
         read: &mut dyn FnMut(usize) -> Result<Cow<'m, Message>, E>,
-    ) -> Result<Vec<Kept>, E> {
-        let all_kept = || (0..len).map(|index| Kept { index, changed: None }).collect();
+    ) -> Result<Vec<Ag2Kept>, E> {
+        let all_kept = || (0..len).map(|index| Ag2Kept { index, changed: None }).collect();
         if let Some(min) = self.min_tokens.filter(|m| *m > 0) {
             let mut total = 0;
             for i in 0..len {
@@ -310,22 +310,22 @@ impl Ag2TokenLimiter {
             let message = read(i)?;
             shapes.push(Shape::of(&message));
             if !matches!(message.content_form, ContentForm::Text | ContentForm::Parts) {
-                kept.push(Kept { index: i, changed: None });
+                kept.push(Ag2Kept { index: i, changed: None });
                 continue;
             }
             if !self.filter.applies_to(&message) {
                 used += text_tokens(&message, i)? as i128;
-                kept.push(Kept { index: i, changed: None });
+                kept.push(Ag2Kept { index: i, changed: None });
                 continue;
             }
             if max - used - per < 0 {
                 let changed = self.cut(&message, i, max - used)?;
-                kept.push(Kept { index: i, changed });
+                kept.push(Ag2Kept { index: i, changed });
                 break;
             }
             let changed = self.cut(&message, i, per)?;
             used += text_tokens(changed.as_ref().unwrap_or(&message), i)? as i128;
-            kept.push(Kept { index: i, changed });
+            kept.push(Ag2Kept { index: i, changed });
         }
         kept.reverse();
         shapes.reverse();

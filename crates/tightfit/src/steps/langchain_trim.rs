@@ -22,14 +22,20 @@
 //! ignores tool calls, so its cut can keep a tool result whose call was dropped or a call whose
 //! results were dropped, which providers reject. Afterwards this step drops such results and
 //! such calls' messages (with any of their results), only where the cut separated them: a
-//! history that was already broken stays as it was. Dropping never adds tokens, so the result
-//! stays within the limit LangChain kept to.
+//! history that was already broken stays as it was. A call's results are the tool messages
+//! right after its message (OpenAI's shape), matched by id. Dropping never adds tokens, so the
+//! result stays within the limit LangChain kept to.
 //!
-//! Cost: O(n) to find the cut with a running-sum counter, O(log n) counter calls on prefixes
-//! otherwise (each as costly as the counter makes it); O(log k) more for a partial message cut
-//! into k pieces; O(n) for the repair.
+//! Messages are read through a [`Source`], on first use: with a running-sum counter only the
+//! messages the search passes (the kept ones and the one that crosses the limit) and the
+//! neighbours the repair looks at are ever read, which is what makes a trim of a long history
+//! from Python cheap (the binding reads LangChain objects only when asked).
+//!
+//! Cost: O(kept) to find the cut with a running-sum counter, O(log n) counter calls on
+//! prefixes otherwise (each as costly as the counter makes it); O(log k) more for a partial
+//! message cut into k pieces; O(kept) for the repair.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::convert::Infallible;
 
 use serde_json::Value;
@@ -94,51 +100,68 @@ pub enum Item<'a> {
 
 /// A message of the result: input message `index`, cut when `partial` is set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrimKept {
+pub struct Kept {
     /// The input message.
     pub index: usize,
     /// Its new content, if it was cut (blocks never reversed here).
     pub partial: Option<PartialContent>,
 }
 
-/// Counts a list of messages, as LangChain's `token_counter` does.
-pub trait ListCounter {
-    /// What a count can fail with (a Python exception, for a Python counter).
-    type Error;
+/// The messages to trim, read on first use (reading can fail with `E`: a Python exception
+/// for the Python binding).
+pub trait Source<E> {
+    /// How many messages there are.
+    fn len(&self) -> usize;
 
-    /// The count of `items` (messages of `messages`, some cut).
-    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Self::Error>;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Message `i`.
+    fn message(&self, i: usize) -> Result<&LangchainMessage, E>;
+}
+
+impl<E> Source<E> for Vec<LangchainMessage> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn message(&self, i: usize) -> Result<&LangchainMessage, E> {
+        Ok(&self[i])
+    }
+}
+
+/// Counts a list of messages, as LangChain's `token_counter` does.
+pub trait ListCounter<E> {
+    /// The count of `items` (messages of `source`, some cut).
+    fn count(&mut self, source: &dyn Source<E>, items: &[Item<'_>]) -> Result<f64, E>;
 
     /// For a counter whose count of a list is a running sum that never decreases as the list
-    /// grows: how many of the messages `order` (in that order) fit `max`. `None` (the default)
-    /// makes the trim search the way LangChain does.
+    /// grows: how many of the messages `order` (in that order) fit `max`, reading only those
+    /// it passes. `None` (the default) makes the trim search the way LangChain does.
     fn longest_prefix_within(
         &mut self,
-        _messages: &[LangchainMessage],
+        _source: &dyn Source<E>,
         _order: &[usize],
         _max: f64,
-    ) -> Option<Result<usize, Self::Error>> {
+    ) -> Option<Result<usize, E>> {
         None
     }
 }
 
 /// Splits a text into pieces that join back into it (`text_splitter`).
-pub trait TextSplitter {
-    /// What a split can fail with.
-    type Error;
-
+pub trait TextSplitter<E> {
     /// The pieces of `text`.
-    fn split(&mut self, text: &str) -> Result<Vec<String>, Self::Error>;
+    fn split(&mut self, text: &str) -> Result<Vec<String>, E>;
 }
 
 /// LangChain's default splitter: lines, each keeping its `\n`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Lines;
 
-impl TextSplitter for Lines {
-    type Error = Infallible;
-
-    fn split(&mut self, text: &str) -> Result<Vec<String>, Infallible> {
+impl<E> TextSplitter<E> for Lines {
+    fn split(&mut self, text: &str) -> Result<Vec<String>, E> {
         Ok(text
             .split_inclusive('\n')
             .map(str::to_string)
@@ -148,16 +171,16 @@ impl TextSplitter for Lines {
 }
 
 /// The message `item` stands for, cut when it is partial.
-pub fn item_message<'m>(
-    messages: &'m [LangchainMessage],
+pub fn item_message<'m, E>(
+    source: &'m dyn Source<E>,
     item: Item<'_>,
-) -> std::borrow::Cow<'m, LangchainMessage> {
-    use std::borrow::Cow;
-    match item {
-        Item::Whole(i) => Cow::Borrowed(&messages[i]),
+) -> Result<Cow<'m, LangchainMessage>, E> {
+    Ok(match item {
+        Item::Whole(i) => Cow::Borrowed(source.message(i)?),
         Item::Partial(i, partial) => {
-            let mut m = messages[i].clone();
-            m.content = match (partial, &messages[i].content) {
+            let original = source.message(i)?;
+            let mut m = original.clone();
+            m.content = match (partial, &original.content) {
                 (PartialContent::Text(s), _) => LangchainContent::Text(s.clone()),
                 (PartialContent::Blocks { start, end, reversed }, LangchainContent::Blocks(blocks)) => {
                     let mut kept = blocks[*start..*end].to_vec();
@@ -170,30 +193,35 @@ pub fn item_message<'m>(
             };
             Cow::Owned(m)
         }
-    }
+    })
 }
 
-impl ListCounter for Approximate {
-    type Error = Infallible;
-
-    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
-        let sum =
-            items.iter().fold(0.0, |sum, item| self.add(sum, self.measure(&item_message(messages, *item))));
+impl<E> ListCounter<E> for Approximate {
+    fn count(&mut self, source: &dyn Source<E>, items: &[Item<'_>]) -> Result<f64, E> {
+        let mut sum = 0.0;
+        for item in items {
+            let message = item_message(source, *item)?;
+            sum = self.add(sum, self.measure(&message));
+        }
         Ok(Approximate::finish(sum) as f64)
     }
 
     fn longest_prefix_within(
         &mut self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<E>,
         order: &[usize],
         max: f64,
-    ) -> Option<Result<usize, Infallible>> {
+    ) -> Option<Result<usize, E>> {
         if !self.is_monotone() {
             return None;
         }
         let mut sum = 0.0;
         for (k, &i) in order.iter().enumerate() {
-            sum = self.add(sum, self.measure(&messages[i]));
+            let message = match source.message(i) {
+                Ok(m) => m,
+                Err(e) => return Some(Err(e)),
+            };
+            sum = self.add(sum, self.measure(message));
             if Approximate::finish(sum) as f64 > max {
                 return Some(Ok(k));
             }
@@ -206,19 +234,17 @@ impl ListCounter for Approximate {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MessageCount;
 
-impl ListCounter for MessageCount {
-    type Error = Infallible;
-
-    fn count(&mut self, _: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+impl<E> ListCounter<E> for MessageCount {
+    fn count(&mut self, _: &dyn Source<E>, items: &[Item<'_>]) -> Result<f64, E> {
         Ok(items.len() as f64)
     }
 
     fn longest_prefix_within(
         &mut self,
-        _: &[LangchainMessage],
+        _: &dyn Source<E>,
         order: &[usize],
         max: f64,
-    ) -> Option<Result<usize, Infallible>> {
+    ) -> Option<Result<usize, E>> {
         Some(Ok(if max < 0.0 { 0 } else { (max.floor() as usize).min(order.len()) }))
     }
 }
@@ -282,6 +308,11 @@ fn wholes(order: &[usize]) -> Vec<Item<'static>> {
     order.iter().map(|&i| Item::Whole(i)).collect()
 }
 
+/// Whether message `i` answers to one of `names`.
+fn is_type<E>(source: &dyn Source<E>, i: usize, names: &[String]) -> Result<bool, E> {
+    Ok(source.message(i)?.is_type(names))
+}
+
 impl LangchainTrim {
     /// LangChain's argument checks, with its messages.
     pub fn check_args(&self) -> Result<(), ConfigError> {
@@ -294,19 +325,19 @@ impl LangchainTrim {
         Ok(())
     }
 
-    /// Trims `messages` with `counter` and `splitter` (used only with `allow_partial`) to
-    /// `max_tokens`: the kept messages in order.
+    /// Trims the messages of `source` with `counter` and `splitter` (used only with
+    /// `allow_partial`) to `max_tokens`: the kept messages in order.
     pub fn trim<E>(
         &self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<E>,
         max_tokens: f64,
-        counter: &mut dyn ListCounter<Error = E>,
-        splitter: &mut dyn TextSplitter<Error = E>,
-    ) -> Result<Vec<TrimKept>, E> {
-        let order: Vec<usize> = (0..messages.len()).collect();
+        counter: &mut dyn ListCounter<E>,
+        splitter: &mut dyn TextSplitter<E>,
+    ) -> Result<Vec<Kept>, E> {
+        let order: Vec<usize> = (0..source.len()).collect();
         let mut kept = match self.strategy {
             Strategy::First => self.first_max_tokens(
-                messages,
+                source,
                 &order,
                 max_tokens,
                 counter,
@@ -314,42 +345,49 @@ impl LangchainTrim {
                 self.allow_partial.then_some(Strategy::First),
                 self.end_on.as_deref(),
             )?,
-            Strategy::Last => self.last_max_tokens(messages, order, max_tokens, counter, splitter)?,
+            Strategy::Last => self.last_max_tokens(source, order, max_tokens, counter, splitter)?,
         };
         if self.keep_tool_pairs {
-            keep_tool_pairs(messages, &mut kept);
+            keep_tool_pairs(source, &mut kept)?;
         }
         Ok(kept)
     }
 
     fn last_max_tokens<E>(
         &self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<E>,
         mut order: Vec<usize>,
         max_tokens: f64,
-        counter: &mut dyn ListCounter<Error = E>,
-        splitter: &mut dyn TextSplitter<Error = E>,
-    ) -> Result<Vec<TrimKept>, E> {
+        counter: &mut dyn ListCounter<E>,
+        splitter: &mut dyn TextSplitter<E>,
+    ) -> Result<Vec<Kept>, E> {
         if order.is_empty() {
             return Ok(Vec::new());
         }
         if let Some(end_on) = &self.end_on {
-            while order.last().is_some_and(|&i| !messages[i].is_type(end_on)) {
+            while let Some(&last) = order.last() {
+                if is_type(source, last, end_on)? {
+                    break;
+                }
                 order.pop();
             }
         }
         let mut system = None;
-        if self.include_system && order.first().is_some_and(|&i| messages[i].is_system) {
-            system = Some(order.remove(0));
+        if self.include_system {
+            if let Some(&first) = order.first() {
+                if source.message(first)?.is_system {
+                    system = Some(order.remove(0));
+                }
+            }
         }
         order.reverse();
         let mut remaining = max_tokens;
         if let Some(s) = system {
-            let tokens = counter.count(messages, &[Item::Whole(s)])?;
+            let tokens = counter.count(source, &[Item::Whole(s)])?;
             remaining = (max_tokens - tokens).max(0.0);
         }
         let mut kept = self.first_max_tokens(
-            messages,
+            source,
             &order,
             remaining,
             counter,
@@ -359,7 +397,7 @@ impl LangchainTrim {
         )?;
         kept.reverse();
         if let Some(s) = system {
-            kept.insert(0, TrimKept { index: s, partial: None });
+            kept.insert(0, Kept { index: s, partial: None });
         }
         Ok(kept)
     }
@@ -368,23 +406,22 @@ impl LangchainTrim {
     #[allow(clippy::too_many_arguments)]
     fn first_max_tokens<E>(
         &self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<E>,
         order: &[usize],
         max: f64,
-        counter: &mut dyn ListCounter<Error = E>,
-        splitter: &mut dyn TextSplitter<Error = E>,
+        counter: &mut dyn ListCounter<E>,
+        splitter: &mut dyn TextSplitter<E>,
         partial: Option<Strategy>,
         end_on: Option<&[String]>,
-    ) -> Result<Vec<TrimKept>, E> {
+    ) -> Result<Vec<Kept>, E> {
         let n = order.len();
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut kept: Vec<TrimKept> = order.iter().map(|&index| TrimKept { index, partial: None }).collect();
-        let mut idx = match counter.longest_prefix_within(messages, order, max) {
+        let mut idx = match counter.longest_prefix_within(source, order, max) {
             Some(found) => found?,
             None => {
-                if counter.count(messages, &wholes(order))? <= max {
+                if counter.count(source, &wholes(order))? <= max {
                     n
                 } else {
                     let (mut left, mut right) = (0, n);
@@ -393,7 +430,7 @@ impl LangchainTrim {
                             break;
                         }
                         let mid = (left + right).div_ceil(2);
-                        if counter.count(messages, &wholes(&order[..mid]))? <= max {
+                        if counter.count(source, &wholes(&order[..mid]))? <= max {
                             left = mid;
                         } else {
                             right = mid - 1;
@@ -403,16 +440,19 @@ impl LangchainTrim {
                 }
             }
         };
+        let mut kept: Vec<Kept> = order[..idx].iter().map(|&index| Kept { index, partial: None }).collect();
         if let (Some(side), true) = (partial, idx < n) {
-            if let Some(cut) = self.partial(messages, order, idx, max, counter, splitter, side)? {
-                kept.truncate(idx);
-                kept.push(TrimKept { index: order[idx], partial: Some(cut) });
+            if let Some(cut) = self.partial(source, order, idx, max, counter, splitter, side)? {
+                kept.push(Kept { index: order[idx], partial: Some(cut) });
                 idx += 1;
             }
         }
-        kept.truncate(idx);
+        debug_assert_eq!(kept.len(), idx);
         if let Some(end_on) = end_on {
-            while kept.last().is_some_and(|k| !messages[k.index].is_type(end_on)) {
+            while let Some(last) = kept.last() {
+                if is_type(source, last.index, end_on)? {
+                    break;
+                }
                 kept.pop();
             }
         }
@@ -423,16 +463,16 @@ impl LangchainTrim {
     #[allow(clippy::too_many_arguments)]
     fn partial<E>(
         &self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<E>,
         order: &[usize],
         idx: usize,
         max: f64,
-        counter: &mut dyn ListCounter<Error = E>,
-        splitter: &mut dyn TextSplitter<Error = E>,
+        counter: &mut dyn ListCounter<E>,
+        splitter: &mut dyn TextSplitter<E>,
         side: Strategy,
     ) -> Result<Option<PartialContent>, E> {
         let index = order[idx];
-        let text: Option<String> = match &messages[index].content {
+        let text: Option<String> = match &source.message(index)?.content {
             LangchainContent::Text(s) => Some(s.clone()),
             LangchainContent::Other(_) => None,
             LangchainContent::Blocks(blocks) => {
@@ -446,20 +486,16 @@ impl LangchainTrim {
                     };
                     let mut items = wholes(&order[..idx]);
                     items.push(Item::Partial(index, &cut));
-                    let fits = counter.count(messages, &items)? <= max;
-                    if fits {
-                        return Ok(Some(match cut {
-                            PartialContent::Blocks { start, end, .. } => {
-                                PartialContent::Blocks { start, end, reversed: false }
-                            }
-                            text => text,
-                        }));
+                    if counter.count(source, &items)? <= max {
+                        let PartialContent::Blocks { start, end, .. } = cut else {
+                            unreachable!("a block cut")
+                        };
+                        return Ok(Some(PartialContent::Blocks { start, end, reversed: false }));
                     }
                 }
                 // the one block left after the loop (LangChain looks for text only there)
                 let left = match (nb, side) {
-                    (0 | 1, _) => blocks.first(),
-                    (_, Strategy::First) => blocks.first(),
+                    (0 | 1, _) | (_, Strategy::First) => blocks.first(),
                     (_, Strategy::Last) => blocks.last(),
                 };
                 match left {
@@ -475,7 +511,7 @@ impl LangchainTrim {
             return Ok(None);
         };
         let mut pieces = splitter.split(&text)?;
-        let base = counter.count(messages, &wholes(&order[..idx]))?;
+        let base = counter.count(source, &wholes(&order[..idx]))?;
         if side == Strategy::Last {
             pieces.reverse();
         }
@@ -486,7 +522,7 @@ impl LangchainTrim {
             }
             let mid = (left + right).div_ceil(2);
             let cut = PartialContent::Text(pieces[..mid].concat());
-            if base + counter.count(messages, &[Item::Partial(index, &cut)])? <= max {
+            if base + counter.count(source, &[Item::Partial(index, &cut)])? <= max {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -503,42 +539,60 @@ impl LangchainTrim {
     }
 }
 
-/// Drops, from `kept`, tool results whose call (the nearest one with their id before them in
-/// the input) was not kept, and messages whose calls lost a result that the input had (with
-/// their other results). Cost: O(n) per round, a round per message dropped in a chain.
-fn keep_tool_pairs(messages: &[LangchainMessage], kept: &mut Vec<TrimKept>) {
-    // which input message makes each call, and which input messages answer each caller
-    let mut caller: HashMap<&str, usize> = HashMap::new();
-    let mut answer_of = vec![None; messages.len()];
-    let mut answers: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        if let Some(id) = &m.tool_call_id {
-            if let Some(&c) = caller.get(id.as_str()) {
-                answer_of[i] = Some(c);
-                answers.entry(c).or_default().push(i);
-            }
-        }
-        if m.is_ai {
-            // the nearest call with an id answers it: agents reuse ids
-            for id in m.call_ids() {
-                caller.insert(id, i);
-            }
+/// The call a tool message answers: the message before the run of tool messages it is in,
+/// when that message makes a call with its id.
+fn caller<E>(source: &dyn Source<E>, tool: usize, id: &str) -> Result<Option<usize>, E> {
+    let mut i = tool;
+    while i > 0 {
+        i -= 1;
+        let m = source.message(i)?;
+        if m.tool_call_id.is_none() {
+            return Ok((m.is_ai && m.call_ids().any(|c| c == id)).then_some(i));
         }
     }
-    if answers.is_empty() {
-        return;
+    Ok(None)
+}
+
+/// The results of the calls message `ai` makes: the tool messages right after it that answer
+/// one of them.
+fn results<E>(source: &dyn Source<E>, ai: usize) -> Result<Vec<usize>, E> {
+    let mut out = Vec::new();
+    let calls: Vec<&str> = source.message(ai)?.call_ids().collect();
+    for i in ai + 1..source.len() {
+        let m = source.message(i)?;
+        match &m.tool_call_id {
+            Some(id) if calls.contains(&id.as_str()) => out.push(i),
+            Some(_) => {}
+            None => break,
+        }
     }
+    Ok(out)
+}
+
+/// Drops, from `kept`, tool results whose call was not kept and messages whose calls lost a
+/// result (with their other results), where the input had them together. Reads only the kept
+/// messages and the tool runs beside them.
+fn keep_tool_pairs<E>(source: &dyn Source<E>, kept: &mut Vec<Kept>) -> Result<(), E> {
     loop {
         let present: std::collections::HashSet<usize> = kept.iter().map(|k| k.index).collect();
-        let before = kept.len();
-        kept.retain(|k| {
-            let orphan = answer_of[k.index].is_some_and(|c| !present.contains(&c));
-            let unanswered = answers.get(&k.index).is_some_and(|rs| rs.iter().any(|r| !present.contains(r)));
-            !(orphan || unanswered)
-        });
-        if kept.len() == before {
-            return;
+        let mut drop = std::collections::HashSet::new();
+        for k in kept.iter() {
+            let m = source.message(k.index)?;
+            if let Some(id) = &m.tool_call_id {
+                if caller(source, k.index, id)?.is_some_and(|c| !present.contains(&c)) {
+                    drop.insert(k.index);
+                }
+            } else if m.is_ai
+                && m.call_ids().next().is_some()
+                && results(source, k.index)?.iter().any(|r| !present.contains(r))
+            {
+                drop.insert(k.index);
+            }
         }
+        if drop.is_empty() {
+            return Ok(());
+        }
+        kept.retain(|k| !drop.contains(&k.index));
     }
 }
 
@@ -548,33 +602,34 @@ struct HistoryCounter<'h, 'a> {
     counter: TrimCounter,
 }
 
-impl ListCounter for HistoryCounter<'_, '_> {
-    type Error = Infallible;
-
-    fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+impl ListCounter<Infallible> for HistoryCounter<'_, '_> {
+    fn count(&mut self, source: &dyn Source<Infallible>, items: &[Item<'_>]) -> Result<f64, Infallible> {
         match self.counter {
-            TrimCounter::Approximate(mut a) => ListCounter::count(&mut a, messages, items),
-            TrimCounter::Messages => MessageCount.count(messages, items),
-            TrimCounter::Model => Ok(items
-                .iter()
-                .map(|item| match item {
-                    Item::Whole(i) => self.history.tokens(*i),
-                    Item::Partial(i, cut) => cut_message(self.history.message(*i), &messages[*i], cut)
-                        .map_or(0, |m| self.history.counter().message_tokens(&m)),
-                })
-                .sum::<usize>() as f64),
+            TrimCounter::Approximate(mut a) => ListCounter::count(&mut a, source, items),
+            TrimCounter::Messages => MessageCount.count(source, items),
+            TrimCounter::Model => {
+                let mut sum = 0;
+                for item in items {
+                    sum += match item {
+                        Item::Whole(i) => self.history.tokens(*i),
+                        Item::Partial(i, cut) => cut_message(self.history.message(*i), source, *i, cut)?
+                            .map_or(0, |m| self.history.counter().message_tokens(&m)),
+                    };
+                }
+                Ok(sum as f64)
+            }
         }
     }
 
     fn longest_prefix_within(
         &mut self,
-        messages: &[LangchainMessage],
+        source: &dyn Source<Infallible>,
         order: &[usize],
         max: f64,
     ) -> Option<Result<usize, Infallible>> {
         match self.counter {
-            TrimCounter::Approximate(mut a) => a.longest_prefix_within(messages, order, max),
-            TrimCounter::Messages => MessageCount.longest_prefix_within(messages, order, max),
+            TrimCounter::Approximate(mut a) => a.longest_prefix_within(source, order, max),
+            TrimCounter::Messages => MessageCount.longest_prefix_within(source, order, max),
             TrimCounter::Model => {
                 let mut sum = 0;
                 for (k, &i) in order.iter().enumerate() {
@@ -589,12 +644,19 @@ impl ListCounter for HistoryCounter<'_, '_> {
     }
 }
 
-/// `message` with its content cut as `cut` says (through its OpenAI form).
-fn cut_message(message: &Message, lc: &LangchainMessage, cut: &PartialContent) -> Option<Message> {
+/// `message` (input `index` of `source`) with its content cut as `cut` says, through its
+/// OpenAI form.
+fn cut_message(
+    message: &Message,
+    source: &dyn Source<Infallible>,
+    index: usize,
+    cut: &PartialContent,
+) -> Result<Option<Message>, Infallible> {
+    let content = item_message(source, Item::Partial(index, cut))?.content.to_value();
     let mut value = messages_to_value(std::slice::from_ref(message), Format::OpenAi);
-    let content = item_message(std::slice::from_ref(lc), Item::Partial(0, cut)).content.to_value();
-    value.get_mut(0)?.as_object_mut()?.insert("content".into(), content);
-    parse_messages(value, Format::OpenAi).ok()?.pop()
+    let Some(map) = value.get_mut(0).and_then(Value::as_object_mut) else { return Ok(None) };
+    map.insert("content".into(), content);
+    Ok(parse_messages(value, Format::OpenAi).ok().and_then(|mut m| m.pop()))
 }
 
 impl Step for LangchainTrim {
@@ -638,7 +700,11 @@ impl Step for LangchainTrim {
             .iter()
             .filter_map(|k| {
                 let cut = k.partial.as_ref()?;
-                cut_message(history.message(k.index), &lc[k.index], cut).map(|m| (k.index, m))
+                let source: &dyn Source<Infallible> = &lc;
+                match cut_message(history.message(k.index), source, k.index, cut) {
+                    Ok(m) => m.map(|m| (k.index, m)),
+                    Err(never) => match never {},
+                }
             })
             .collect();
         let keep: std::collections::HashSet<usize> = kept.iter().map(|k| k.index).collect();
@@ -697,18 +763,17 @@ mod tests {
         calls: usize,
     }
 
-    impl ListCounter for Dummy {
-        type Error = Infallible;
-
-        fn count(&mut self, messages: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
+    impl ListCounter<Infallible> for Dummy {
+        fn count(&mut self, source: &dyn Source<Infallible>, items: &[Item<'_>]) -> Result<f64, Infallible> {
             self.calls += 1;
-            Ok(items
-                .iter()
-                .map(|item| match &item_message(messages, *item).content {
+            let mut sum = 0;
+            for item in items {
+                sum += match &item_message(source, *item)?.content {
                     LangchainContent::Blocks(b) => 6 + 4 * b.len(),
                     _ => 10,
-                })
-                .sum::<usize>() as f64)
+                };
+            }
+            Ok(sum as f64)
         }
     }
 
@@ -729,7 +794,7 @@ mod tests {
         ]))
     }
 
-    fn trim(step: &LangchainTrim, messages: &[LangchainMessage], max: f64) -> Vec<TrimKept> {
+    fn trim(step: &LangchainTrim, messages: &Vec<LangchainMessage>, max: f64) -> Vec<Kept> {
         let mut counter = Dummy { calls: 0 };
         match step.trim(messages, max, &mut counter, &mut Lines) {
             Ok(kept) => kept,
@@ -737,8 +802,8 @@ mod tests {
         }
     }
 
-    fn whole(indices: &[usize]) -> Vec<TrimKept> {
-        indices.iter().map(|&index| TrimKept { index, partial: None }).collect()
+    fn whole(indices: &[usize]) -> Vec<Kept> {
+        indices.iter().map(|&index| Kept { index, partial: None }).collect()
     }
 
     #[test]
@@ -747,7 +812,7 @@ mod tests {
         assert_eq!(trim(&step, &to_trim(), 30.0), whole(&[0, 1]));
         let partial = LangchainTrim { allow_partial: true, ..step.clone() };
         let mut expected = whole(&[0, 1]);
-        expected.push(TrimKept {
+        expected.push(Kept {
             index: 2,
             partial: Some(PartialContent::Blocks { start: 0, end: 1, reversed: false }),
         });
@@ -765,10 +830,7 @@ mod tests {
         let kept = trim(&partial, &to_trim(), 40.0);
         assert_eq!(
             kept[1],
-            TrimKept {
-                index: 2,
-                partial: Some(PartialContent::Blocks { start: 1, end: 2, reversed: false })
-            }
+            Kept { index: 2, partial: Some(PartialContent::Blocks { start: 1, end: 2, reversed: false }) }
         );
         let start_on = LangchainTrim { start_on: Some(vec!["human".into()]), ..partial };
         assert_eq!(trim(&start_on, &to_trim(), 30.0), whole(&[0, 3, 4]));
@@ -785,24 +847,28 @@ mod tests {
         for (strategy, kept) in [(Strategy::First, "one\n"), (Strategy::Last, "three")] {
             let step = LangchainTrim { strategy, allow_partial: true, ..LangchainTrim::default() };
             let mut counter = chars;
-            let out = match step.trim(&messages, 10.0, &mut counter, &mut Lines) {
+            let out = match step.trim::<Infallible>(&messages, 10.0, &mut counter, &mut Lines) {
                 Ok(k) => k,
                 Err(never) => match never {},
             };
-            assert_eq!(out, vec![TrimKept { index: 0, partial: Some(PartialContent::Text(kept.into())) }]);
+            assert_eq!(out, vec![Kept { index: 0, partial: Some(PartialContent::Text(kept.into())) }]);
         }
-        assert_eq!(Lines.split("a\nb\n").unwrap(), vec!["a\n", "b\n", ""]);
-        assert_eq!(Lines.split("a").unwrap(), vec!["a"]);
+        let split = |text: &str| TextSplitter::<Infallible>::split(&mut Lines, text).unwrap();
+        assert_eq!(split("a\nb\n"), vec!["a\n", "b\n", ""]);
+        assert_eq!(split("a"), vec!["a"]);
     }
 
     #[test]
     fn a_running_sum_counter_gives_the_binary_search_answer() {
         /// Approximate without its shortcut: counted the way LangChain searches.
         struct Searching(Approximate);
-        impl ListCounter for Searching {
-            type Error = Infallible;
-            fn count(&mut self, m: &[LangchainMessage], items: &[Item<'_>]) -> Result<f64, Infallible> {
-                ListCounter::count(&mut self.0, m, items)
+        impl ListCounter<Infallible> for Searching {
+            fn count(
+                &mut self,
+                source: &dyn Source<Infallible>,
+                items: &[Item<'_>],
+            ) -> Result<f64, Infallible> {
+                ListCounter::count(&mut self.0, source, items)
             }
         }
         let messages = lc(json!((0..40)
@@ -811,8 +877,13 @@ mod tests {
         for strategy in [Strategy::First, Strategy::Last] {
             for max in [0.0, 7.0, 50.0, 123.0, 400.0, 10_000.0] {
                 let step = LangchainTrim { strategy, allow_partial: true, ..LangchainTrim::default() };
-                let fast = step.trim(&messages, max, &mut Approximate::default(), &mut Lines);
-                let slow = step.trim(&messages, max, &mut Searching(Approximate::default()), &mut Lines);
+                let fast = step.trim::<Infallible>(&messages, max, &mut Approximate::default(), &mut Lines);
+                let slow = step.trim::<Infallible>(
+                    &messages,
+                    max,
+                    &mut Searching(Approximate::default()),
+                    &mut Lines,
+                );
                 assert_eq!(fast, slow, "{strategy:?} {max}");
             }
         }
@@ -831,7 +902,7 @@ mod tests {
         let last = LangchainTrim::default();
         let mut len = MessageCount;
         let kept = |step: &LangchainTrim, max: f64, len: &mut MessageCount| match step
-            .trim(&messages, max, len, &mut Lines)
+            .trim::<Infallible>(&messages, max, len, &mut Lines)
         {
             Ok(k) => k.into_iter().map(|k| k.index).collect::<Vec<_>>(),
             Err(never) => match never {},
@@ -844,6 +915,36 @@ mod tests {
         // first: the call without its result goes
         let first = LangchainTrim { strategy: Strategy::First, ..LangchainTrim::default() };
         assert_eq!(kept(&first, 2.0, &mut len), vec![0]);
+    }
+
+    /// Found on tau-bench histories: agents reuse call ids, so a result belongs to the call
+    /// right before its run of results, not to the first call with that id.
+    #[test]
+    fn a_reused_call_id_belongs_to_the_nearest_call() {
+        let call = |id: &str| {
+            json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+        };
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "r"});
+        let messages = lc(json!([
+            {"role": "user", "content": "q"}, call("x"), result("x"),
+            {"role": "user", "content": "again"}, call("x"), result("x")
+        ]));
+        let first = LangchainTrim { strategy: Strategy::First, ..LangchainTrim::default() };
+        let kept = |step: &LangchainTrim, max: f64| match step.trim::<Infallible>(
+            &messages,
+            max,
+            &mut MessageCount,
+            &mut Lines,
+        ) {
+            Ok(k) => k.into_iter().map(|k| k.index).collect::<Vec<_>>(),
+            Err(never) => match never {},
+        };
+        // the first step is whole: kept, though a later result answers the same id
+        assert_eq!(kept(&first, 4.0), vec![0, 1, 2, 3]);
+        assert_eq!(kept(&first, 5.0), vec![0, 1, 2, 3]);
+        assert_eq!(kept(&LangchainTrim::default(), 2.0), vec![4, 5]);
+        assert_eq!(kept(&LangchainTrim::default(), 1.0), Vec::<usize>::new());
     }
 
     #[test]

@@ -53,7 +53,7 @@ mod when;
 
 pub use ag2_history_limiter::Ag2HistoryLimiter;
 pub use ag2_token_limiter::{
-    ag2_token_limit, history_text_tokens, text_tokens, Ag2Error, Ag2TokenLimiter, Kept, AG2_DEFAULT_MODEL,
+    ag2_token_limit, history_text_tokens, text_tokens, Ag2Error, Ag2Kept, Ag2TokenLimiter, AG2_DEFAULT_MODEL,
 };
 pub use autogen_context::{
     autogen_skipped_text, buffered as autogen_buffered, head_and_tail as autogen_head_and_tail,
@@ -74,8 +74,8 @@ pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
 pub use langchain_trim::{
-    item_message, Item, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Strategy,
-    TextSplitter, TrimCounter, TrimKept,
+    item_message, Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Source,
+    Strategy, TextSplitter, TrimCounter,
 };
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;

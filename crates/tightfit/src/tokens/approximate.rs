@@ -206,7 +206,9 @@ impl Approximate {
             && !matches!(message.content, LangchainContent::Blocks(_))
             && !message.tool_calls.is_empty()
         {
-            m.chars += repr_len(&Value::Array(message.tool_calls.clone()));
+            // repr of the list, without building it
+            let calls = &message.tool_calls;
+            m.chars += 2 + calls.iter().map(repr_len).sum::<usize>() + 2 * (calls.len() - 1);
         }
         if let Some(id) = &message.tool_call_id {
             m.chars += id.chars().count();

@@ -1,0 +1,123 @@
+"""tightfit.compat.langchain against langchain-core on the same inputs: the first 100, 1,000
+and 4,857 ("5,000") messages of the 1M-token agent history in ../shared/data/extreme_long.jsonl
+(`concat/mini-swe-deepseek/1M`), trimmed to 4k, 32k and 128k. Prints, per operation, the
+best time of each side and the ratio peer / ours.
+
+Not a test: run it by hand on a release build, with langchain-core and tiktoken installed::
+
+    maturin develop --release -m crates/tightfit-py/Cargo.toml
+    python crates/tightfit-py/bench/bench_langchain.py [--quick]
+
+tiktoken's vocabularies come from ../shared/tools/tiktoken_cache.py (no download at run time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import utils as peer
+
+from tightfit.compat import langchain as ours
+
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "Cargo.toml").is_file() and "[workspace]" in (p / "Cargo.toml").read_text())
+SHARED = ROOT.parent / "shared"
+HISTORY = "concat/mini-swe-deepseek/1M"
+
+
+def history() -> list[BaseMessage]:
+    with (SHARED / "data" / "extreme_long.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if record["id"] == HISTORY:
+                return convert_to_messages(record["messages"])
+    raise SystemExit(f"{HISTORY} not found")
+
+
+def tiktoken_counter() -> Callable[[list[BaseMessage]], int]:
+    """A user's tiktoken counter (cl100k_base, 3 per message, names, tool calls)."""
+    cache = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or Path.home() / ".cache" / "tightfit-tiktoken")
+    subprocess.run([sys.executable, str(SHARED / "tools" / "tiktoken_cache.py"), str(cache)], check=True, capture_output=True)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base")
+
+    def tokens(text: str) -> int:
+        return len(enc.encode(text, disallowed_special=()))
+
+    def count(messages: list[BaseMessage]) -> int:
+        total = 0
+        for m in messages:
+            content = m.content if isinstance(m.content, str) else json.dumps(m.content)
+            total += 3 + tokens(content) + (1 + tokens(m.name) if m.name else 0)
+            if isinstance(m, AIMessage):
+                for c in m.tool_calls:
+                    total += 3 + tokens(c["name"]) + tokens(json.dumps(c["args"], ensure_ascii=False))
+            if isinstance(m, ToolMessage):
+                total += tokens(m.tool_call_id)
+        return total
+
+    return count
+
+
+def best(f: Callable[[], Any], budget_s: float) -> float:
+    """The best of several runs, in seconds (at least 3 runs, more while under budget_s)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < budget_s and len(times) < 200):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    per = 0.2 if args.quick else 1.0
+    full = history()
+    cl100k = tiktoken_counter()
+    sizes = [100, 1000, len(full)]
+    budgets = [4_000, 32_000, 128_000]
+    ops: list[tuple[str, str, dict[str, Any]]] = [
+        ("trim last, 'approximate'", "count", {"token_counter": "approximate"}),
+        ("trim last + system + start_on, count_tokens_approximately", "count",
+         {"token_counter": peer.count_tokens_approximately, "include_system": True, "start_on": "human"}),
+        ("trim first + allow_partial, 'approximate'", "count",
+         {"token_counter": "approximate", "strategy": "first", "allow_partial": True}),
+        ("trim last, tiktoken callable (same callable both sides)", "count", {"token_counter": cl100k}),
+        ("trim last, len (max_tokens = budget/1000 messages)", "free", {"token_counter": len}),
+    ]
+    print(f"history: {HISTORY}; times are the best of repeated runs; ratio = langchain-core / tightfit")
+    print(f"{'operation':58} {'msgs':>5} {'budget':>7} {'langchain':>11} {'tightfit':>10} {'ratio':>7}")
+    for name, _kind, kw in ops:
+        for n in sizes:
+            messages = full[:n]
+            for budget in budgets:
+                max_tokens = budget // 1000 if kw["token_counter"] is len else budget
+                call = dict(kw, max_tokens=max_tokens)
+                theirs = peer.trim_messages(messages, **call)
+                mine = ours._trim(messages, keep_tool_pairs=False, **call)
+                assert mine == theirs, (name, n, budget)
+                t_peer = best(lambda: peer.trim_messages(messages, **call), per)
+                t_ours = best(lambda: ours.trim_messages(messages, **call), per)
+                print(f"{name:58} {n:>5} {budget:>7} {t_peer * 1e3:>9.3f}ms {t_ours * 1e3:>8.3f}ms {t_peer / t_ours:>6.1f}x")
+    for n in sizes:
+        messages = full[:n]
+        assert ours.count_tokens_approximately(messages) == peer.count_tokens_approximately(messages)
+        t_peer = best(lambda: peer.count_tokens_approximately(messages), per)
+        t_ours = best(lambda: ours.count_tokens_approximately(messages), per)
+        print(f"{'count_tokens_approximately':58} {n:>5} {'-':>7} {t_peer * 1e3:>9.3f}ms {t_ours * 1e3:>8.3f}ms {t_peer / t_ours:>6.1f}x")
+
+
+if __name__ == "__main__":
+    main()
