@@ -28,5 +28,5 @@ trap 'rm -rf "$wheels"' EXIT
 .venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
 
 echo "== peer suites: autogen-core's and langchain-core's own tests against the adapters"
-crates/tightfit-py/peer_suites/run_autogen_core.sh .venv/bin/python -q
+crates/tightfit-py/peer_suites/run_autogen_core.sh "$PWD/.venv/bin/python" -q
 crates/tightfit-py/peer_suites/run_langchain_core.sh
