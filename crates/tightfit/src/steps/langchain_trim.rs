@@ -120,6 +120,12 @@ pub trait Source<E> {
 
     /// Message `i`.
     fn message(&self, i: usize) -> Result<&LangchainMessage, E>;
+
+    /// The full content of message `i`, for cutting it: a source that read only the length of
+    /// a text ([`LangchainContent::Chars`]) reads the text here.
+    fn content(&self, i: usize) -> Result<Cow<'_, LangchainContent>, E> {
+        Ok(Cow::Borrowed(&self.message(i)?.content))
+    }
 }
 
 impl<E> Source<E> for Vec<LangchainMessage> {
@@ -178,9 +184,8 @@ pub fn item_message<'m, E>(
     Ok(match item {
         Item::Whole(i) => Cow::Borrowed(source.message(i)?),
         Item::Partial(i, partial) => {
-            let original = source.message(i)?;
-            let mut m = original.clone();
-            m.content = match (partial, &original.content) {
+            let mut m = source.message(i)?.clone();
+            m.content = match (partial, source.content(i)?.as_ref()) {
                 (PartialContent::Text(s), _) => LangchainContent::Text(s.clone()),
                 (PartialContent::Blocks { start, end, reversed }, LangchainContent::Blocks(blocks)) => {
                     let mut kept = blocks[*start..*end].to_vec();
@@ -472,9 +477,9 @@ impl LangchainTrim {
         side: Strategy,
     ) -> Result<Option<PartialContent>, E> {
         let index = order[idx];
-        let text: Option<String> = match &source.message(index)?.content {
+        let text: Option<String> = match source.content(index)?.as_ref() {
             LangchainContent::Text(s) => Some(s.clone()),
-            LangchainContent::Other(_) => None,
+            LangchainContent::Other(_) | LangchainContent::Chars(_) => None,
             LangchainContent::Blocks(blocks) => {
                 let nb = blocks.len();
                 for removed in 1..nb {
