@@ -18,12 +18,13 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::Value;
+use tightfit::models::Registry;
 use tightfit::steps::{
-    Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Source, Strategy,
-    TextSplitter,
+    Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, ModelCount, PartialContent, Source,
+    Strategy, TextSplitter,
 };
 use tightfit::tokens::python_text::{node_repr_len, ReprNode, Shape};
-use tightfit::tokens::{Approximate, LangchainContent, LangchainMessage};
+use tightfit::tokens::{Approximate, ChatCounter, LangchainContent, LangchainMessage};
 
 use crate::convert::to_value;
 use crate::errors::{guard, Failure};
@@ -55,8 +56,15 @@ impl<'py> Classes<'py> {
 /// What of each message to read: everything costs a walk of its content.
 #[derive(Clone, Copy)]
 struct Needs {
+    /// The content (a string by its length unless `text`).
     content: bool,
+    /// A string content's text.
+    text: bool,
+    /// The length of the tool calls' repr.
     tool_calls: bool,
+    /// The tool calls themselves, as JSON.
+    full_calls: bool,
+    /// An AI message's provider and reported usage.
     usage: bool,
 }
 
@@ -190,7 +198,7 @@ fn read_message(
     }
     let kind = kind_of(m, c)?;
     let (is_ai, is_tool) = (kind == Kind::Ai, kind == Kind::Tool);
-    let content = if needs.content { read_content(i, m, false)? } else { LangchainContent::Chars(0) };
+    let content = if needs.content { read_content(i, m, needs.text)? } else { LangchainContent::Chars(0) };
     let name: Option<String> = m.getattr(intern!(py, "name"))?.extract()?;
     let mut message = LangchainMessage {
         types,
@@ -217,7 +225,12 @@ fn read_message(
             message.call_ids.push(if id.is_none() { None } else { Some(id.extract()?) });
         }
         if needs.tool_calls && !message.call_ids.is_empty() {
-            message.tool_calls_repr_len = Some(node_repr_len(&PyNode(calls))?);
+            message.tool_calls_repr_len = Some(node_repr_len(&PyNode(calls.clone()))?);
+        }
+        if needs.full_calls {
+            if let Value::Array(calls) = json_at(&calls, || format!("messages[{i}].tool_calls"))? {
+                message.tool_calls = calls;
+            }
         }
     }
     if is_ai && needs.usage {
@@ -319,6 +332,7 @@ enum PyCounter<'py> {
 enum Counter<'py> {
     Approximate(Approximate),
     Len,
+    Model(ModelCount),
     Python { counter: PyCounter<'py>, objects: Bound<'py, PyList>, copies: HashMap<usize, Bound<'py, PyAny>> },
 }
 
@@ -439,6 +453,7 @@ impl ListCounter<PyErr> for Counter<'_> {
         match self {
             Counter::Approximate(a) => ListCounter::count(a, source, items),
             Counter::Len => Ok(items.len() as f64),
+            Counter::Model(m) => m.count(source, items),
             Counter::Python { counter: PyCounter::List(f), objects, .. } => {
                 let py = objects.py();
                 let f = f.clone();
@@ -467,6 +482,7 @@ impl ListCounter<PyErr> for Counter<'_> {
         match self {
             Counter::Approximate(a) => a.longest_prefix_within(source, order, max),
             Counter::Len => MessageCount.longest_prefix_within(source, order, max),
+            Counter::Model(m) => m.longest_prefix_within(source, order, max),
             Counter::Python { .. } => None,
         }
     }
@@ -510,7 +526,7 @@ impl TextSplitter<PyErr> for Splitter<'_> {
 /// `AIMessage`, `HumanMessage`, `SystemMessage`, `ToolMessage`, `FunctionMessage`,
 /// `ChatMessage`; `splitter` is a function or `None` for lines.
 #[pyfunction]
-#[pyo3(signature = (messages, *, max_tokens, counter_kind, classes, counter = None, approximate_settings = None, strategy = "last", allow_partial = false, include_system = false, start_on = None, end_on = None, splitter = None, keep_tool_pairs = true))]
+#[pyo3(signature = (messages, *, max_tokens, counter_kind, classes, counter = None, approximate_settings = None, model = None, strategy = "last", allow_partial = false, include_system = false, start_on = None, end_on = None, splitter = None, keep_tool_pairs = true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn langchain_trim<'py>(
     py: Python<'py>,
@@ -520,6 +536,7 @@ pub(crate) fn langchain_trim<'py>(
     classes: &Bound<'py, PyTuple>,
     counter: Option<Bound<'py, PyAny>>,
     approximate_settings: Option<&Bound<'py, PyDict>>,
+    model: Option<&str>,
     strategy: &str,
     allow_partial: bool,
     include_system: bool,
@@ -543,6 +560,7 @@ pub(crate) fn langchain_trim<'py>(
     let mut counter = match (counter_kind, counter) {
         ("approximate", _) => Counter::Approximate(approximate(approximate_settings)?),
         ("len", _) => Counter::Len,
+        ("model", _) => Counter::Model(ModelCount::new(model_counter(model.unwrap_or("gpt-4o"))?)),
         ("list", Some(f)) => {
             Counter::Python { counter: PyCounter::List(f), objects: messages.clone(), copies: HashMap::new() }
         }
@@ -557,9 +575,12 @@ pub(crate) fn langchain_trim<'py>(
             )))
         }
     };
+    let model_count = matches!(counter, Counter::Model(_));
     let needs = Needs {
-        content: matches!(counter, Counter::Approximate(_)),
+        content: matches!(counter, Counter::Approximate(_)) || model_count,
+        text: model_count,
         tool_calls: matches!(counter, Counter::Approximate(_)),
+        full_calls: model_count,
         usage: matches!(&counter, Counter::Approximate(a) if a.use_usage_metadata_scaling),
     };
     let source = PySource {
@@ -622,7 +643,13 @@ pub(crate) fn langchain_count_approximately<'py>(
 ) -> PyResult<i64> {
     let classes = Classes::read(classes)?;
     let a = approximate(settings)?;
-    let needs = Needs { content: true, tool_calls: true, usage: a.use_usage_metadata_scaling };
+    let needs = Needs {
+        content: true,
+        text: false,
+        tool_calls: true,
+        full_calls: false,
+        usage: a.use_usage_metadata_scaling,
+    };
     let lc: Vec<LangchainMessage> = messages
         .iter()
         .enumerate()
@@ -640,4 +667,31 @@ pub(crate) fn langchain_count_approximately<'py>(
         return Err(PyZeroDivisionError::new_err("float division by zero"));
     }
     Ok(py.detach(|| a.count(&lc, &tools)))
+}
+
+/// The exact counter of `model` (from the registry; an unknown name raises `UnknownModel`).
+fn model_counter(model: &str) -> PyResult<ChatCounter> {
+    let info = Registry::embedded().lookup(model).map_err(Failure::Model)?;
+    Ok(ChatCounter::for_family(info.tokenizer))
+}
+
+/// `count_tokens(messages, model=...)`: the request tokens of LangChain messages for `model`,
+/// as tightfit counts them (each message with its framing, plus the reply priming).
+#[pyfunction]
+#[pyo3(signature = (messages, *, classes, model = "gpt-4o"))]
+pub(crate) fn langchain_count_model<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyList>,
+    classes: &Bound<'py, PyTuple>,
+    model: &str,
+) -> PyResult<usize> {
+    let classes = Classes::read(classes)?;
+    let counter = ModelCount::new(model_counter(model)?);
+    let needs = Needs { content: true, text: true, tool_calls: false, full_calls: true, usage: false };
+    let lc: Vec<LangchainMessage> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| read_message(i, &m, &classes, needs, &[]))
+        .collect::<PyResult<_>>()?;
+    Ok(py.detach(|| counter.count_messages(&lc)))
 }

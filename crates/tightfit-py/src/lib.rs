@@ -37,5 +37,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
     m.add_function(wrap_pyfunction!(langchain::langchain_trim, m)?)?;
     m.add_function(wrap_pyfunction!(langchain::langchain_count_approximately, m)?)?;
+    m.add_function(wrap_pyfunction!(langchain::langchain_count_model, m)?)?;
     Ok(())
 }

@@ -142,6 +142,7 @@ def langchain_trim(
     classes: tuple[type, ...],
     counter: Any = None,
     approximate_settings: Mapping[str, Any] | None = None,
+    model: str | None = None,
     strategy: str = "last",
     allow_partial: bool = False,
     include_system: bool = False,
@@ -157,3 +158,4 @@ def langchain_count_approximately(
     settings: Mapping[str, Any] | None = None,
     tools: list[Any] | None = None,
 ) -> int: ...
+def langchain_count_model(messages: list[Any], *, classes: tuple[type, ...], model: str = "gpt-4o") -> int: ...

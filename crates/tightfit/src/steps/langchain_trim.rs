@@ -36,6 +36,7 @@
 //! message cut into k pieces; O(kept) for the repair.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::convert::Infallible;
 
 use serde_json::Value;
@@ -46,7 +47,7 @@ use crate::format::{messages_to_value, parse_messages, Format};
 use crate::history::History;
 use crate::message::Message;
 use crate::plan::ChangeKind;
-use crate::tokens::{Approximate, LangchainContent, LangchainMessage};
+use crate::tokens::{Approximate, ChatCounter, LangchainContent, LangchainMessage};
 
 /// Which end `trim_messages` keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -251,6 +252,91 @@ impl<E> ListCounter<E> for MessageCount {
         max: f64,
     ) -> Option<Result<usize, E>> {
         Some(Ok(if max < 0.0 { 0 } else { (max.floor() as usize).min(order.len()) }))
+    }
+}
+
+/// A model's own tokens (tightfit's exact count: tokenizer and framing) of LangChain
+/// messages, as `tightfit.compat.langchain.count_tokens` counts them: the request's tokens,
+/// every message with its framing plus the reply priming. A running sum, so a trim reads
+/// and tokenizes only the messages it keeps (and each once).
+#[derive(Debug, Clone)]
+pub struct ModelCount {
+    counter: ChatCounter,
+    tokens: HashMap<usize, usize>,
+}
+
+impl ModelCount {
+    /// Counts with `counter`.
+    pub fn new(counter: ChatCounter) -> ModelCount {
+        ModelCount { counter, tokens: HashMap::new() }
+    }
+
+    /// The tokens of one message, framing included (0 for one that cannot be read as an
+    /// OpenAI message).
+    pub fn message_tokens(&self, message: &LangchainMessage) -> usize {
+        message
+            .to_openai()
+            .and_then(|value| parse_messages(Value::Array(vec![value]), Format::OpenAi).ok())
+            .and_then(|mut parsed| parsed.pop())
+            .map_or(0, |m| self.counter.message_tokens(&m))
+    }
+
+    /// The tokens of a list of messages: each with its framing, and the reply priming.
+    pub fn count_messages<'m>(&self, messages: impl IntoIterator<Item = &'m LangchainMessage>) -> usize {
+        self.counter.priming_tokens() + messages.into_iter().map(|m| self.message_tokens(m)).sum::<usize>()
+    }
+
+    fn tokens_of<E>(&mut self, source: &dyn Source<E>, item: Item<'_>) -> Result<usize, E> {
+        if let Item::Whole(i) = item {
+            if let Some(n) = self.tokens.get(&i) {
+                return Ok(*n);
+            }
+        }
+        let message = match item {
+            Item::Whole(i) => match &source.message(i)?.content {
+                LangchainContent::Chars(_) => {
+                    let mut m = source.message(i)?.clone();
+                    m.content = source.content(i)?.into_owned();
+                    Cow::Owned(m)
+                }
+                _ => Cow::Borrowed(source.message(i)?),
+            },
+            partial => item_message(source, partial)?,
+        };
+        let n = self.message_tokens(&message);
+        if let Item::Whole(i) = item {
+            self.tokens.insert(i, n);
+        }
+        Ok(n)
+    }
+}
+
+impl<E> ListCounter<E> for ModelCount {
+    fn count(&mut self, source: &dyn Source<E>, items: &[Item<'_>]) -> Result<f64, E> {
+        let mut sum = self.counter.priming_tokens();
+        for item in items {
+            sum += self.tokens_of(source, *item)?;
+        }
+        Ok(sum as f64)
+    }
+
+    fn longest_prefix_within(
+        &mut self,
+        source: &dyn Source<E>,
+        order: &[usize],
+        max: f64,
+    ) -> Option<Result<usize, E>> {
+        let mut sum = self.counter.priming_tokens();
+        for (k, &i) in order.iter().enumerate() {
+            match self.tokens_of(source, Item::Whole(i)) {
+                Ok(n) => sum += n,
+                Err(e) => return Some(Err(e)),
+            }
+            if sum as f64 > max {
+                return Some(Ok(k));
+            }
+        }
+        Some(Ok(order.len()))
     }
 }
 

@@ -151,6 +151,45 @@ impl LangchainMessage {
         Some(message)
     }
 
+    /// The OpenAI Chat Completions dict of the message, as LangChain's
+    /// `convert_to_openai_messages` writes it: its role, content, name, tool calls (arguments
+    /// as `json.dumps(args, ensure_ascii=False)`) and `tool_call_id`. `None` when its text
+    /// was not read ([`LangchainContent::Chars`]).
+    pub fn to_openai(&self) -> Option<Value> {
+        let content = match &self.content {
+            LangchainContent::Chars(_) => return None,
+            other => other.to_value(),
+        };
+        let mut map = serde_json::Map::new();
+        map.insert("role".into(), Value::String(self.role.clone()));
+        map.insert("content".into(), content);
+        if let Some(name) = &self.name {
+            map.insert("name".into(), Value::String(name.clone()));
+        }
+        if !self.tool_calls.is_empty() {
+            let calls = self
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let args = call.get("args").unwrap_or(&Value::Null);
+                    serde_json::json!({
+                        "id": call.get("id").cloned().unwrap_or(Value::Null),
+                        "type": "function",
+                        "function": {
+                            "name": call.get("name").cloned().unwrap_or(Value::Null),
+                            "arguments": python_json(args),
+                        },
+                    })
+                })
+                .collect();
+            map.insert("tool_calls".into(), Value::Array(calls));
+        }
+        if let Some(id) = &self.tool_call_id {
+            map.insert("tool_call_id".into(), Value::String(id.clone()));
+        }
+        Some(Value::Object(map))
+    }
+
     /// Whether the message answers to one of `names` (`_is_message_type`).
     pub fn is_type(&self, names: &[String]) -> bool {
         self.types.iter().any(|t| names.contains(t))
@@ -160,6 +199,43 @@ impl LangchainMessage {
     pub fn call_ids(&self) -> impl Iterator<Item = &str> {
         self.call_ids.iter().filter_map(|id| id.as_deref())
     }
+}
+
+/// `json.dumps(value, ensure_ascii=False)`: Python's separators (`", "`, `": "`), text as is.
+fn python_json(value: &Value) -> String {
+    struct Python;
+    impl serde_json::ser::Formatter for Python {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Python);
+    // writing JSON data to memory cannot fail
+    let _ = serde::Serialize::serialize(value, &mut ser);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// The settings of `count_tokens_approximately`, with LangChain's defaults.
@@ -352,6 +428,25 @@ mod tests {
         assert_eq!(c.count(&[blocks], &[]), "assistant".len() as i64);
         let t = msg(json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}));
         assert_eq!(c.count(&[t], &[]), ("ok".len() + "c1".len() + "tool".len()) as i64);
+    }
+
+    #[test]
+    fn back_to_openai_as_langchain_writes_it() {
+        let m = msg(json!({"role": "assistant", "content": "", "name": "bot", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":[1,\"é\"]}"}}]}));
+        assert_eq!(
+            m.to_openai(),
+            Some(json!({"role": "assistant", "content": "", "name": "bot", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": [1, \"é\"]}"}}]}))
+        );
+        let t =
+            msg(json!({"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]}));
+        assert_eq!(
+            t.to_openai(),
+            Some(json!({"role": "tool", "content": [{"type": "text", "text": "ok"}], "tool_call_id": "c1"}))
+        );
+        let unread = LangchainMessage { content: LangchainContent::Chars(3), ..t };
+        assert_eq!(unread.to_openai(), None);
     }
 
     #[test]
