@@ -1039,6 +1039,29 @@ mod tests {
     }
 
     #[test]
+    fn the_model_count_is_the_requests_tokens() {
+        let history = tool_history();
+        let value = messages_to_value(&history, Format::OpenAi);
+        let messages: Vec<LangchainMessage> =
+            value.as_array().unwrap().iter().map(|v| LangchainMessage::from_openai(v).unwrap()).collect();
+        let counter = crate::steps::test_support::counter();
+        let model = ModelCount::new(counter.clone());
+        assert_eq!(model.count_messages(&messages), counter.count(&history, None).total);
+        // a running sum: the trim keeps the longest tail within the limit
+        let total = model.count_messages(&messages) as f64;
+        let kept = match LangchainTrim::default().trim::<Infallible>(
+            &messages,
+            total - 1.0,
+            &mut model.clone(),
+            &mut Lines,
+        ) {
+            Ok(k) => k,
+            Err(never) => match never {},
+        };
+        assert_eq!(kept.first().map(|k| k.index), Some(1), "only the system message goes");
+    }
+
+    #[test]
     fn runs_as_a_configured_step() {
         let step = crate::config::step_from_value(
             json!({"type": "trim_messages", "max_tokens": 3, "counter": "len"}),
