@@ -94,7 +94,7 @@ def main() -> None:
          {"token_counter": peer.count_tokens_approximately, "include_system": True, "start_on": "human"}),
         ("trim first + allow_partial, 'approximate'", "count",
          {"token_counter": "approximate", "strategy": "first", "allow_partial": True}),
-        ("trim last, tiktoken callable (same callable both sides)", "count", {"token_counter": cl100k}),
+        ("trim last, a tiktoken function (the same on both sides)", "count", {"token_counter": cl100k}),
         ("trim last, len (max_tokens = budget/1000 messages)", "free", {"token_counter": len}),
     ]
     print(f"history: {HISTORY}; times are the best of repeated runs; ratio = langchain-core / tightfit")
@@ -111,6 +111,15 @@ def main() -> None:
                 t_peer = best(lambda: peer.trim_messages(messages, **call), per)
                 t_ours = best(lambda: ours.trim_messages(messages, **call), per)
                 print(f"{name:58} {n:>5} {budget:>7} {t_peer * 1e3:>9.3f}ms {t_ours * 1e3:>8.3f}ms {t_peer / t_ours:>6.1f}x")
+    # the switch from a tiktoken function to tightfit's exact counter: LangChain with the
+    # tiktoken function against tightfit.compat.langchain with count_tokens
+    name = "trim last: tiktoken fn (LangChain) vs count_tokens (ours)"
+    for n in sizes:
+        messages = full[:n]
+        for budget in budgets:
+            t_peer = best(lambda: peer.trim_messages(messages, max_tokens=budget, token_counter=cl100k), per)
+            t_ours = best(lambda: ours.trim_messages(messages, max_tokens=budget, token_counter=ours.count_tokens), per)
+            print(f"{name:58} {n:>5} {budget:>7} {t_peer * 1e3:>9.3f}ms {t_ours * 1e3:>8.3f}ms {t_peer / t_ours:>6.1f}x")
     for n in sizes:
         messages = full[:n]
         assert ours.count_tokens_approximately(messages) == peer.count_tokens_approximately(messages)

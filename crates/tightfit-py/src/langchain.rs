@@ -9,19 +9,22 @@
 //! per-message function once per message. The choice of counter is made by the Python adapter
 //! (it needs `inspect` and LangChain's own functions to recognise them).
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use pyo3::exceptions::{PyTypeError, PyValueError, PyZeroDivisionError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::Value;
+use tightfit::models::Registry;
 use tightfit::steps::{
-    Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Source, Strategy,
-    TextSplitter,
+    Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, ModelCount, PartialContent, Source,
+    Strategy, TextSplitter,
 };
-use tightfit::tokens::{Approximate, LangchainContent, LangchainMessage};
+use tightfit::tokens::python_text::{node_repr_len, ReprNode, Shape};
+use tightfit::tokens::{Approximate, ChatCounter, LangchainContent, LangchainMessage};
 
 use crate::convert::to_value;
 use crate::errors::{guard, Failure};
@@ -53,8 +56,15 @@ impl<'py> Classes<'py> {
 /// What of each message to read: everything costs a walk of its content.
 #[derive(Clone, Copy)]
 struct Needs {
+    /// The content (a string by its length unless `text`).
     content: bool,
+    /// A string content's text.
+    text: bool,
+    /// The length of the tool calls' repr.
     tool_calls: bool,
+    /// The tool calls themselves, as JSON.
+    full_calls: bool,
+    /// An AI message's provider and reported usage.
     usage: bool,
 }
 
@@ -85,18 +95,53 @@ fn json_at(value: &Bound<'_, PyAny>, path: impl FnOnce() -> String) -> PyResult<
     to_value(value).map_err(|e| Failure::Format { path: e.path(&path()), reason: e.reason.clone() }.into())
 }
 
+/// Which LangChain class a message is (the first match in `_get_message_openai_role`'s order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ai,
+    Human,
+    Tool,
+    System,
+    Function,
+    Chat,
+    Other,
+}
+
+/// The message's [`Kind`]: its exact class first (a pointer comparison), then `isinstance`
+/// for subclasses such as chunks (LangChain's classes have an ABC metaclass, which makes each
+/// `isinstance` cost a cache lookup).
+fn kind_of(m: &Bound<'_, PyAny>, c: &Classes<'_>) -> PyResult<Kind> {
+    let order = [
+        (&c.ai, Kind::Ai),
+        (&c.human, Kind::Human),
+        (&c.tool, Kind::Tool),
+        (&c.system, Kind::System),
+        (&c.function, Kind::Function),
+        (&c.chat, Kind::Chat),
+    ];
+    let class = m.get_type();
+    if let Some((_, kind)) = order.iter().find(|(cls, _)| class.is(*cls)) {
+        return Ok(*kind);
+    }
+    for (cls, kind) in order {
+        if m.is_instance(cls)? {
+            return Ok(kind);
+        }
+    }
+    Ok(Kind::Other)
+}
+
 /// `_get_message_openai_role`.
-fn openai_role(m: &Bound<'_, PyAny>, c: &Classes<'_>) -> PyResult<String> {
-    Ok(if m.is_instance(&c.ai)? {
-        "assistant".into()
-    } else if m.is_instance(&c.human)? {
-        "user".into()
-    } else if m.is_instance(&c.tool)? {
-        "tool".into()
-    } else if m.is_instance(&c.system)? {
-        let extra = m.getattr(intern!(m.py(), "additional_kwargs"))?;
-        match extra.call_method1(intern!(m.py(), "get"), ("__openai_role__", "system")) {
-            Ok(role) => match role.cast::<PyString>() {
+fn openai_role(m: &Bound<'_, PyAny>, kind: Kind) -> PyResult<String> {
+    let py = m.py();
+    Ok(match kind {
+        Kind::Ai => "assistant".into(),
+        Kind::Human => "user".into(),
+        Kind::Tool => "tool".into(),
+        Kind::System => {
+            let extra = m.getattr(intern!(py, "additional_kwargs"))?;
+            let role = extra.call_method1(intern!(py, "get"), ("__openai_role__", "system"))?;
+            match role.cast::<PyString>() {
                 Ok(s) => s.to_string(),
                 Err(_) => {
                     let found = role.get_type().name()?;
@@ -104,16 +149,34 @@ fn openai_role(m: &Bound<'_, PyAny>, c: &Classes<'_>) -> PyResult<String> {
                         "Expected '__openai_role__' to be a str, got {found}"
                     )));
                 }
-            },
-            Err(e) => return Err(e),
+            }
         }
-    } else if m.is_instance(&c.function)? {
-        "function".into()
-    } else if m.is_instance(&c.chat)? {
-        m.getattr(intern!(m.py(), "role"))?.extract()?
+        Kind::Function => "function".into(),
+        Kind::Chat => m.getattr(intern!(py, "role"))?.extract()?,
+        Kind::Other => {
+            let class = m.get_type();
+            return Err(PyValueError::new_err(format!("Unknown BaseMessage type {}.", class.repr()?)));
+        }
+    })
+}
+
+/// The content of message `m` (`i`): a string by its length only unless `text` is asked for.
+fn read_content(i: usize, m: &Bound<'_, PyAny>, text: bool) -> PyResult<LangchainContent> {
+    let content = m.getattr(intern!(m.py(), "content"))?;
+    Ok(if let Ok(s) = content.cast::<PyString>() {
+        if text {
+            LangchainContent::Text(s.to_str()?.to_string())
+        } else {
+            LangchainContent::Chars(s.len()?)
+        }
+    } else if let Ok(list) = content.cast::<PyList>() {
+        let mut blocks = Vec::with_capacity(list.len());
+        for (j, block) in list.iter().enumerate() {
+            blocks.push(json_at(&block, || format!("messages[{i}].content[{j}]"))?);
+        }
+        LangchainContent::Blocks(blocks)
     } else {
-        let class = m.get_type();
-        return Err(PyValueError::new_err(format!("Unknown BaseMessage type {}.", class.repr()?)));
+        LangchainContent::Other(content.repr()?.to_string())
     })
 }
 
@@ -133,33 +196,20 @@ fn read_message(
             types.push(name.clone());
         }
     }
-    let is_ai = m.is_instance(&c.ai)?;
-    let is_tool = m.is_instance(&c.tool)?;
-    let content = if needs.content {
-        let content = m.getattr(intern!(py, "content"))?;
-        if let Ok(s) = content.cast::<PyString>() {
-            LangchainContent::Text(s.to_str()?.to_string())
-        } else if let Ok(list) = content.cast::<PyList>() {
-            let mut blocks = Vec::with_capacity(list.len());
-            for (j, block) in list.iter().enumerate() {
-                blocks.push(json_at(&block, || format!("messages[{i}].content[{j}]"))?);
-            }
-            LangchainContent::Blocks(blocks)
-        } else {
-            LangchainContent::Other(content.repr()?.to_string())
-        }
-    } else {
-        LangchainContent::Text(String::new())
-    };
+    let kind = kind_of(m, c)?;
+    let (is_ai, is_tool) = (kind == Kind::Ai, kind == Kind::Tool);
+    let content = if needs.content { read_content(i, m, needs.text)? } else { LangchainContent::Chars(0) };
     let name: Option<String> = m.getattr(intern!(py, "name"))?.extract()?;
     let mut message = LangchainMessage {
         types,
-        role: if needs.content { openai_role(m, c)? } else { String::new() },
+        role: if needs.content { openai_role(m, kind)? } else { String::new() },
         content,
         name,
         is_ai,
-        is_system: m.is_instance(&c.system)?,
+        is_system: kind == Kind::System,
         tool_calls: Vec::new(),
+        call_ids: Vec::new(),
+        tool_calls_repr_len: None,
         tool_call_id: None,
         model_provider: None,
         total_tokens: None,
@@ -169,16 +219,17 @@ fn read_message(
     }
     if is_ai {
         let calls = m.getattr(intern!(py, "tool_calls"))?;
-        if needs.tool_calls {
+        // the ids, for keeping calls with their results; for counting, Python's own repr
+        for call in calls.try_iter()? {
+            let id = call?.get_item(intern!(py, "id"))?;
+            message.call_ids.push(if id.is_none() { None } else { Some(id.extract()?) });
+        }
+        if needs.tool_calls && !message.call_ids.is_empty() {
+            message.tool_calls_repr_len = Some(node_repr_len(&PyNode(calls.clone()))?);
+        }
+        if needs.full_calls {
             if let Value::Array(calls) = json_at(&calls, || format!("messages[{i}].tool_calls"))? {
                 message.tool_calls = calls;
-            }
-        } else {
-            // the ids alone, for keeping calls with their results
-            for call in calls.try_iter()? {
-                let id = call?.get_item(intern!(py, "id"))?;
-                let id = if id.is_none() { Value::Null } else { Value::String(id.extract()?) };
-                message.tool_calls.push(serde_json::json!({ "id": id }));
             }
         }
     }
@@ -198,6 +249,45 @@ fn read_message(
         }
     }
     Ok(message)
+}
+
+/// A Python object as the engine's `repr()` measure sees it: walked in place, ASCII strings
+/// read from Python's own UTF-8, nothing copied; other strings and anything but the builtin
+/// JSON-like types are measured by their own `repr()` (exact whatever the Unicode version).
+struct PyNode<'py>(Bound<'py, PyAny>);
+
+impl<'py> ReprNode for PyNode<'py> {
+    type Error = PyErr;
+
+    fn shape(&self) -> PyResult<Shape<'_, PyNode<'py>>> {
+        let o = &self.0;
+        if let Ok(s) = o.cast_exact::<PyString>() {
+            // ASCII is measured here; other text by Python, whose Unicode tables decide
+            // which characters its repr escapes
+            if let Ok(text) = s.to_str() {
+                if text.is_ascii() {
+                    return Ok(Shape::Str(text));
+                }
+            }
+        } else if o.is_none() {
+            return Ok(Shape::None);
+        } else if let Ok(b) = o.cast_exact::<PyBool>() {
+            return Ok(Shape::Bool(b.is_true()));
+        } else if let Ok(i) = o.cast_exact::<PyInt>() {
+            if let Ok(i) = i.extract::<i64>() {
+                return Ok(Shape::Int(i));
+            }
+        } else if let Ok(f) = o.cast_exact::<PyFloat>() {
+            return Ok(Shape::Float(f.value()));
+        } else if let Ok(list) = o.cast_exact::<PyList>() {
+            return Ok(Shape::List(list.iter().map(PyNode).collect()));
+        } else if let Ok(tuple) = o.cast_exact::<PyTuple>() {
+            return Ok(Shape::Tuple(tuple.iter().map(PyNode).collect()));
+        } else if let Ok(dict) = o.cast_exact::<PyDict>() {
+            return Ok(Shape::Dict(dict.iter().map(|(k, v)| (PyNode(k), PyNode(v))).collect()));
+        }
+        Ok(Shape::Opaque(o.repr()?.len()?))
+    }
 }
 
 /// `start_on` / `end_on`: type names, and classes as synthetic names the messages that are
@@ -242,6 +332,7 @@ enum PyCounter<'py> {
 enum Counter<'py> {
     Approximate(Approximate),
     Len,
+    Model(ModelCount),
     Python { counter: PyCounter<'py>, objects: Bound<'py, PyList>, copies: HashMap<usize, Bound<'py, PyAny>> },
 }
 
@@ -267,6 +358,13 @@ impl Source<PyErr> for PySource<'_> {
         }
         let m = read_message(i, &self.objects.get_item(i)?, &self.classes, self.needs, &self.type_classes)?;
         Ok(cell.get_or_init(|| m))
+    }
+
+    fn content(&self, i: usize) -> PyResult<Cow<'_, LangchainContent>> {
+        match &self.message(i)?.content {
+            LangchainContent::Chars(_) => Ok(Cow::Owned(read_content(i, &self.objects.get_item(i)?, true)?)),
+            other => Ok(Cow::Borrowed(other)),
+        }
     }
 }
 
@@ -355,6 +453,7 @@ impl ListCounter<PyErr> for Counter<'_> {
         match self {
             Counter::Approximate(a) => ListCounter::count(a, source, items),
             Counter::Len => Ok(items.len() as f64),
+            Counter::Model(m) => m.count(source, items),
             Counter::Python { counter: PyCounter::List(f), objects, .. } => {
                 let py = objects.py();
                 let f = f.clone();
@@ -383,6 +482,7 @@ impl ListCounter<PyErr> for Counter<'_> {
         match self {
             Counter::Approximate(a) => a.longest_prefix_within(source, order, max),
             Counter::Len => MessageCount.longest_prefix_within(source, order, max),
+            Counter::Model(m) => m.longest_prefix_within(source, order, max),
             Counter::Python { .. } => None,
         }
     }
@@ -426,7 +526,7 @@ impl TextSplitter<PyErr> for Splitter<'_> {
 /// `AIMessage`, `HumanMessage`, `SystemMessage`, `ToolMessage`, `FunctionMessage`,
 /// `ChatMessage`; `splitter` is a function or `None` for lines.
 #[pyfunction]
-#[pyo3(signature = (messages, *, max_tokens, counter_kind, classes, counter = None, approximate_settings = None, strategy = "last", allow_partial = false, include_system = false, start_on = None, end_on = None, splitter = None, keep_tool_pairs = true))]
+#[pyo3(signature = (messages, *, max_tokens, counter_kind, classes, counter = None, approximate_settings = None, model = None, strategy = "last", allow_partial = false, include_system = false, start_on = None, end_on = None, splitter = None, keep_tool_pairs = true))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn langchain_trim<'py>(
     py: Python<'py>,
@@ -436,6 +536,7 @@ pub(crate) fn langchain_trim<'py>(
     classes: &Bound<'py, PyTuple>,
     counter: Option<Bound<'py, PyAny>>,
     approximate_settings: Option<&Bound<'py, PyDict>>,
+    model: Option<&str>,
     strategy: &str,
     allow_partial: bool,
     include_system: bool,
@@ -459,6 +560,7 @@ pub(crate) fn langchain_trim<'py>(
     let mut counter = match (counter_kind, counter) {
         ("approximate", _) => Counter::Approximate(approximate(approximate_settings)?),
         ("len", _) => Counter::Len,
+        ("model", _) => Counter::Model(ModelCount::new(model_counter(model.unwrap_or("gpt-4o"))?)),
         ("list", Some(f)) => {
             Counter::Python { counter: PyCounter::List(f), objects: messages.clone(), copies: HashMap::new() }
         }
@@ -473,9 +575,12 @@ pub(crate) fn langchain_trim<'py>(
             )))
         }
     };
+    let model_count = matches!(counter, Counter::Model(_));
     let needs = Needs {
-        content: matches!(counter, Counter::Approximate(_)) || allow_partial,
-        tool_calls: matches!(counter, Counter::Approximate(_)) || allow_partial,
+        content: matches!(counter, Counter::Approximate(_)) || model_count,
+        text: model_count,
+        tool_calls: matches!(counter, Counter::Approximate(_)),
+        full_calls: model_count,
         usage: matches!(&counter, Counter::Approximate(a) if a.use_usage_metadata_scaling),
     };
     let source = PySource {
@@ -538,7 +643,13 @@ pub(crate) fn langchain_count_approximately<'py>(
 ) -> PyResult<i64> {
     let classes = Classes::read(classes)?;
     let a = approximate(settings)?;
-    let needs = Needs { content: true, tool_calls: true, usage: a.use_usage_metadata_scaling };
+    let needs = Needs {
+        content: true,
+        text: false,
+        tool_calls: true,
+        full_calls: false,
+        usage: a.use_usage_metadata_scaling,
+    };
     let lc: Vec<LangchainMessage> = messages
         .iter()
         .enumerate()
@@ -556,4 +667,31 @@ pub(crate) fn langchain_count_approximately<'py>(
         return Err(PyZeroDivisionError::new_err("float division by zero"));
     }
     Ok(py.detach(|| a.count(&lc, &tools)))
+}
+
+/// The exact counter of `model` (from the registry; an unknown name raises `UnknownModel`).
+fn model_counter(model: &str) -> PyResult<ChatCounter> {
+    let info = Registry::embedded().lookup(model).map_err(Failure::Model)?;
+    Ok(ChatCounter::for_family(info.tokenizer))
+}
+
+/// `count_tokens(messages, model=...)`: the request tokens of LangChain messages for `model`,
+/// as tightfit counts them (each message with its framing, plus the reply priming).
+#[pyfunction]
+#[pyo3(signature = (messages, *, classes, model = "gpt-4o"))]
+pub(crate) fn langchain_count_model<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyList>,
+    classes: &Bound<'py, PyTuple>,
+    model: &str,
+) -> PyResult<usize> {
+    let classes = Classes::read(classes)?;
+    let counter = ModelCount::new(model_counter(model)?);
+    let needs = Needs { content: true, text: true, tool_calls: false, full_calls: true, usage: false };
+    let lc: Vec<LangchainMessage> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| read_message(i, &m, &classes, needs, &[]))
+        .collect::<PyResult<_>>()?;
+    Ok(py.detach(|| counter.count_messages(&lc)))
 }

@@ -45,5 +45,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ag2::apply_steps, m)?)?;
     m.add_function(wrap_pyfunction!(langchain::langchain_trim, m)?)?;
     m.add_function(wrap_pyfunction!(langchain::langchain_count_approximately, m)?)?;
+    m.add_function(wrap_pyfunction!(langchain::langchain_count_model, m)?)?;
     Ok(())
 }

@@ -271,3 +271,24 @@ def test_the_step_in_a_pipeline() -> None:
     )
     assert len(fitted.messages) == len(theirs)
     assert fitted.messages[0] is messages[0]
+
+
+def test_count_tokens_is_tightfits_exact_count_and_trims_in_the_engine() -> None:
+    messages = records("agent_tau_bench_airline_gpt4o.jsonl")[3]["messages"]
+    history = lc(messages)
+    openai = peer.convert_to_openai_messages(history)
+    assert ours.count_tokens(history) == tightfit.count(openai, model="gpt-4o").total
+    assert ours.count_tokens(history, model="gpt-4") == tightfit.count(openai, model="gpt-4").total
+    gpt4 = functools.partial(ours.count_tokens, model="gpt-4")
+    assert ours._counter(gpt4) == ("model", None, {"model": "gpt-4"})
+    assert ours._counter(ours.count_tokens)[0] == "model"
+    for counter in (ours.count_tokens, gpt4):
+        for kw in ({"strategy": "last", "include_system": True}, {"strategy": "first", "allow_partial": True}):
+            for budget in (300, 1500, 100_000):
+                theirs = peer.trim_messages(history, max_tokens=budget, token_counter=counter, **kw)
+                mine = ours._trim(history, max_tokens=budget, token_counter=counter, keep_tool_pairs=False, **kw)
+                assert mine == theirs, (kw, budget)
+    with pytest.raises(tightfit.UnknownModel):
+        ours.count_tokens(history, model="no-such-model")
+    with pytest.raises(tightfit.UnknownModel):
+        trim_messages(history, max_tokens=10, token_counter=functools.partial(ours.count_tokens, model="no-such-model"))

@@ -188,6 +188,7 @@ def langchain_trim(
     classes: tuple[type, ...],
     counter: Any = None,
     approximate_settings: Mapping[str, Any] | None = None,
+    model: str | None = None,
     strategy: str = "last",
     allow_partial: bool = False,
     include_system: bool = False,
@@ -203,3 +204,4 @@ def langchain_count_approximately(
     settings: Mapping[str, Any] | None = None,
     tools: list[Any] | None = None,
 ) -> int: ...
+def langchain_count_model(messages: list[Any], *, classes: tuple[type, ...], model: str = "gpt-4o") -> int: ...

@@ -36,6 +36,7 @@
 //! message cut into k pieces; O(kept) for the repair.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::convert::Infallible;
 
 use serde_json::Value;
@@ -46,7 +47,7 @@ use crate::format::{messages_to_value, parse_messages, Format};
 use crate::history::History;
 use crate::message::Message;
 use crate::plan::ChangeKind;
-use crate::tokens::{Approximate, LangchainContent, LangchainMessage};
+use crate::tokens::{Approximate, ChatCounter, LangchainContent, LangchainMessage};
 
 /// Which end `trim_messages` keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -120,6 +121,12 @@ pub trait Source<E> {
 
     /// Message `i`.
     fn message(&self, i: usize) -> Result<&LangchainMessage, E>;
+
+    /// The full content of message `i`, for cutting it: a source that read only the length of
+    /// a text ([`LangchainContent::Chars`]) reads the text here.
+    fn content(&self, i: usize) -> Result<Cow<'_, LangchainContent>, E> {
+        Ok(Cow::Borrowed(&self.message(i)?.content))
+    }
 }
 
 impl<E> Source<E> for Vec<LangchainMessage> {
@@ -178,9 +185,8 @@ pub fn item_message<'m, E>(
     Ok(match item {
         Item::Whole(i) => Cow::Borrowed(source.message(i)?),
         Item::Partial(i, partial) => {
-            let original = source.message(i)?;
-            let mut m = original.clone();
-            m.content = match (partial, &original.content) {
+            let mut m = source.message(i)?.clone();
+            m.content = match (partial, source.content(i)?.as_ref()) {
                 (PartialContent::Text(s), _) => LangchainContent::Text(s.clone()),
                 (PartialContent::Blocks { start, end, reversed }, LangchainContent::Blocks(blocks)) => {
                     let mut kept = blocks[*start..*end].to_vec();
@@ -246,6 +252,91 @@ impl<E> ListCounter<E> for MessageCount {
         max: f64,
     ) -> Option<Result<usize, E>> {
         Some(Ok(if max < 0.0 { 0 } else { (max.floor() as usize).min(order.len()) }))
+    }
+}
+
+/// A model's own tokens (tightfit's exact count: tokenizer and framing) of LangChain
+/// messages, as `tightfit.compat.langchain.count_tokens` counts them: the request's tokens,
+/// every message with its framing plus the reply priming. A running sum, so a trim reads
+/// and tokenizes only the messages it keeps (and each once).
+#[derive(Debug, Clone)]
+pub struct ModelCount {
+    counter: ChatCounter,
+    tokens: HashMap<usize, usize>,
+}
+
+impl ModelCount {
+    /// Counts with `counter`.
+    pub fn new(counter: ChatCounter) -> ModelCount {
+        ModelCount { counter, tokens: HashMap::new() }
+    }
+
+    /// The tokens of one message, framing included (0 for one that cannot be read as an
+    /// OpenAI message).
+    pub fn message_tokens(&self, message: &LangchainMessage) -> usize {
+        message
+            .to_openai()
+            .and_then(|value| parse_messages(Value::Array(vec![value]), Format::OpenAi).ok())
+            .and_then(|mut parsed| parsed.pop())
+            .map_or(0, |m| self.counter.message_tokens(&m))
+    }
+
+    /// The tokens of a list of messages: each with its framing, and the reply priming.
+    pub fn count_messages<'m>(&self, messages: impl IntoIterator<Item = &'m LangchainMessage>) -> usize {
+        self.counter.priming_tokens() + messages.into_iter().map(|m| self.message_tokens(m)).sum::<usize>()
+    }
+
+    fn tokens_of<E>(&mut self, source: &dyn Source<E>, item: Item<'_>) -> Result<usize, E> {
+        if let Item::Whole(i) = item {
+            if let Some(n) = self.tokens.get(&i) {
+                return Ok(*n);
+            }
+        }
+        let message = match item {
+            Item::Whole(i) => match &source.message(i)?.content {
+                LangchainContent::Chars(_) => {
+                    let mut m = source.message(i)?.clone();
+                    m.content = source.content(i)?.into_owned();
+                    Cow::Owned(m)
+                }
+                _ => Cow::Borrowed(source.message(i)?),
+            },
+            partial => item_message(source, partial)?,
+        };
+        let n = self.message_tokens(&message);
+        if let Item::Whole(i) = item {
+            self.tokens.insert(i, n);
+        }
+        Ok(n)
+    }
+}
+
+impl<E> ListCounter<E> for ModelCount {
+    fn count(&mut self, source: &dyn Source<E>, items: &[Item<'_>]) -> Result<f64, E> {
+        let mut sum = self.counter.priming_tokens();
+        for item in items {
+            sum += self.tokens_of(source, *item)?;
+        }
+        Ok(sum as f64)
+    }
+
+    fn longest_prefix_within(
+        &mut self,
+        source: &dyn Source<E>,
+        order: &[usize],
+        max: f64,
+    ) -> Option<Result<usize, E>> {
+        let mut sum = self.counter.priming_tokens();
+        for (k, &i) in order.iter().enumerate() {
+            match self.tokens_of(source, Item::Whole(i)) {
+                Ok(n) => sum += n,
+                Err(e) => return Some(Err(e)),
+            }
+            if sum as f64 > max {
+                return Some(Ok(k));
+            }
+        }
+        Some(Ok(order.len()))
     }
 }
 
@@ -472,9 +563,9 @@ impl LangchainTrim {
         side: Strategy,
     ) -> Result<Option<PartialContent>, E> {
         let index = order[idx];
-        let text: Option<String> = match &source.message(index)?.content {
+        let text: Option<String> = match source.content(index)?.as_ref() {
             LangchainContent::Text(s) => Some(s.clone()),
-            LangchainContent::Other(_) => None,
+            LangchainContent::Other(_) | LangchainContent::Chars(_) => None,
             LangchainContent::Blocks(blocks) => {
                 let nb = blocks.len();
                 for removed in 1..nb {
@@ -945,6 +1036,29 @@ mod tests {
         assert_eq!(kept(&first, 5.0), vec![0, 1, 2, 3]);
         assert_eq!(kept(&LangchainTrim::default(), 2.0), vec![4, 5]);
         assert_eq!(kept(&LangchainTrim::default(), 1.0), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn the_model_count_is_the_requests_tokens() {
+        let history = tool_history();
+        let value = messages_to_value(&history, Format::OpenAi);
+        let messages: Vec<LangchainMessage> =
+            value.as_array().unwrap().iter().map(|v| LangchainMessage::from_openai(v).unwrap()).collect();
+        let counter = crate::steps::test_support::counter();
+        let model = ModelCount::new(counter.clone());
+        assert_eq!(model.count_messages(&messages), counter.count(&history, None).total);
+        // a running sum: the trim keeps the longest tail within the limit
+        let total = model.count_messages(&messages) as f64;
+        let kept = match LangchainTrim::default().trim::<Infallible>(
+            &messages,
+            total - 1.0,
+            &mut model.clone(),
+            &mut Lines,
+        ) {
+            Ok(k) => k,
+            Err(never) => match never {},
+        };
+        assert_eq!(kept.first().map(|k| k.index), Some(1), "only the system message goes");
     }
 
     #[test]

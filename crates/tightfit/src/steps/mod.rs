@@ -74,8 +74,8 @@ pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
 pub use langchain_trim::{
-    item_message, Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, PartialContent, Source,
-    Strategy, TextSplitter, TrimCounter,
+    item_message, Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, ModelCount, PartialContent,
+    Source, Strategy, TextSplitter, TrimCounter,
 };
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;

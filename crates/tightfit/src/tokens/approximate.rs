@@ -27,14 +27,20 @@ pub enum LangchainContent {
     Blocks(Vec<Value>),
     /// Anything else, as its Python `repr()` (LangChain counts that).
     Other(String),
+    /// A string known only by its length in characters (code points): what the Python
+    /// binding reads for counting, so that a long text is not copied to be measured; it reads
+    /// the text itself only for a message it may cut.
+    Chars(usize),
 }
 
 impl LangchainContent {
-    /// The content as JSON: a string, or the list of blocks.
+    /// The content as JSON: a string, or the list of blocks (`null` for [`Chars`](Self::Chars),
+    /// whose text was not read).
     pub fn to_value(&self) -> Value {
         match self {
             LangchainContent::Text(s) | LangchainContent::Other(s) => Value::String(s.clone()),
             LangchainContent::Blocks(blocks) => Value::Array(blocks.clone()),
+            LangchainContent::Chars(_) => Value::Null,
         }
     }
 }
@@ -56,8 +62,17 @@ pub struct LangchainMessage {
     pub is_ai: bool,
     /// Whether it is a `SystemMessage` (what `include_system` keeps at the start).
     pub is_system: bool,
-    /// An AI message's tool calls, as LangChain holds them: `{"name", "args", "id", "type"}`.
+    /// An AI message's tool calls, as LangChain holds them: `{"name", "args", "id", "type"}`
+    /// (measured when `tool_calls_repr_len` is not given).
     pub tool_calls: Vec<Value>,
+    /// The id of each of an AI message's tool calls (`None` for one without), in order: what
+    /// keeps calls with their results, and how many calls there are.
+    pub call_ids: Vec<Option<String>>,
+    /// The length of the `repr()` of the tool calls, when the caller measured them where they
+    /// live (the Python binding measures LangChain's own objects with
+    /// [`node_repr_len`](super::python_text::node_repr_len)): counted instead of working it
+    /// out from `tool_calls`, which then need only their ids.
+    pub tool_calls_repr_len: Option<usize>,
     /// A `ToolMessage`'s `tool_call_id` (`None` for every other kind).
     pub tool_call_id: Option<String>,
     /// An AI message's `response_metadata["model_provider"]` (for usage scaling).
@@ -77,6 +92,8 @@ impl LangchainMessage {
             is_ai: type_ == "ai",
             is_system: type_ == "system",
             tool_calls: Vec::new(),
+            call_ids: Vec::new(),
+            tool_calls_repr_len: None,
             tool_call_id: None,
             model_provider: None,
             total_tokens: None,
@@ -127,10 +144,50 @@ impl LangchainMessage {
                 } else {
                     call.clone()
                 };
+                message.call_ids.push(call.get("id").and_then(Value::as_str).map(str::to_string));
                 message.tool_calls.push(call);
             }
         }
         Some(message)
+    }
+
+    /// The OpenAI Chat Completions dict of the message, as LangChain's
+    /// `convert_to_openai_messages` writes it: its role, content, name, tool calls (arguments
+    /// as `json.dumps(args, ensure_ascii=False)`) and `tool_call_id`. `None` when its text
+    /// was not read ([`LangchainContent::Chars`]).
+    pub fn to_openai(&self) -> Option<Value> {
+        let content = match &self.content {
+            LangchainContent::Chars(_) => return None,
+            other => other.to_value(),
+        };
+        let mut map = serde_json::Map::new();
+        map.insert("role".into(), Value::String(self.role.clone()));
+        map.insert("content".into(), content);
+        if let Some(name) = &self.name {
+            map.insert("name".into(), Value::String(name.clone()));
+        }
+        if !self.tool_calls.is_empty() {
+            let calls = self
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let args = call.get("args").unwrap_or(&Value::Null);
+                    serde_json::json!({
+                        "id": call.get("id").cloned().unwrap_or(Value::Null),
+                        "type": "function",
+                        "function": {
+                            "name": call.get("name").cloned().unwrap_or(Value::Null),
+                            "arguments": python_json(args),
+                        },
+                    })
+                })
+                .collect();
+            map.insert("tool_calls".into(), Value::Array(calls));
+        }
+        if let Some(id) = &self.tool_call_id {
+            map.insert("tool_call_id".into(), Value::String(id.clone()));
+        }
+        Some(Value::Object(map))
     }
 
     /// Whether the message answers to one of `names` (`_is_message_type`).
@@ -140,8 +197,45 @@ impl LangchainMessage {
 
     /// The ids of the calls an AI message makes.
     pub fn call_ids(&self) -> impl Iterator<Item = &str> {
-        self.tool_calls.iter().filter_map(|c| c.get("id").and_then(Value::as_str))
+        self.call_ids.iter().filter_map(|id| id.as_deref())
     }
+}
+
+/// `json.dumps(value, ensure_ascii=False)`: Python's separators (`", "`, `": "`), text as is.
+fn python_json(value: &Value) -> String {
+    struct Python;
+    impl serde_json::ser::Formatter for Python {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Python);
+    // writing JSON data to memory cannot fail
+    let _ = serde::Serialize::serialize(value, &mut ser);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// The settings of `count_tokens_approximately`, with LangChain's defaults.
@@ -188,6 +282,7 @@ impl Approximate {
         match &message.content {
             LangchainContent::Text(s) => m.chars += s.chars().count(),
             LangchainContent::Other(repr) => m.chars += repr.chars().count(),
+            LangchainContent::Chars(n) => m.chars += n,
             LangchainContent::Blocks(blocks) => {
                 for block in blocks {
                     match block {
@@ -204,11 +299,16 @@ impl Approximate {
         }
         if message.is_ai
             && !matches!(message.content, LangchainContent::Blocks(_))
-            && !message.tool_calls.is_empty()
+            && !message.call_ids.is_empty()
         {
-            // repr of the list, without building it
-            let calls = &message.tool_calls;
-            m.chars += 2 + calls.iter().map(repr_len).sum::<usize>() + 2 * (calls.len() - 1);
+            m.chars += match message.tool_calls_repr_len {
+                Some(n) => n,
+                None => {
+                    // the repr of the list, without building it
+                    let calls = &message.tool_calls;
+                    2 + calls.iter().map(repr_len).sum::<usize>() + 2 * (calls.len() - 1)
+                }
+            };
         }
         if let Some(id) = &message.tool_call_id {
             m.chars += id.chars().count();
@@ -328,6 +428,25 @@ mod tests {
         assert_eq!(c.count(&[blocks], &[]), "assistant".len() as i64);
         let t = msg(json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}));
         assert_eq!(c.count(&[t], &[]), ("ok".len() + "c1".len() + "tool".len()) as i64);
+    }
+
+    #[test]
+    fn back_to_openai_as_langchain_writes_it() {
+        let m = msg(json!({"role": "assistant", "content": "", "name": "bot", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":[1,\"é\"]}"}}]}));
+        assert_eq!(
+            m.to_openai(),
+            Some(json!({"role": "assistant", "content": "", "name": "bot", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"x\": [1, \"é\"]}"}}]}))
+        );
+        let t =
+            msg(json!({"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]}));
+        assert_eq!(
+            t.to_openai(),
+            Some(json!({"role": "tool", "content": [{"type": "text", "text": "ok"}], "tool_call_id": "c1"}))
+        );
+        let unread = LangchainMessage { content: LangchainContent::Chars(3), ..t };
+        assert_eq!(unread.to_openai(), None);
     }
 
     #[test]

@@ -15,22 +15,107 @@
 
 use serde_json::{Number, Value};
 
+/// What `repr()` needs to know of a Python object, from whatever holds it: JSON data here,
+/// live Python objects in the Python binding (which then measures a message's tool calls
+/// without copying them).
+#[derive(Debug)]
+pub enum Shape<'a, N> {
+    /// `None`.
+    None,
+    /// `True` / `False`.
+    Bool(bool),
+    /// An int that fits in 64 bits.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A str.
+    Str(&'a str),
+    /// A list.
+    List(Vec<N>),
+    /// A tuple.
+    Tuple(Vec<N>),
+    /// A dict whose keys are all strs, its items in order.
+    StrDict(Vec<(&'a str, N)>),
+    /// Any other dict, its items in order.
+    Dict(Vec<(N, N)>),
+    /// Anything else, by the length of its `repr()` as the holder worked it out.
+    Opaque(usize),
+}
+
+/// A value whose `repr()` length [`node_repr_len`] can work out.
+pub trait ReprNode: Sized {
+    /// What reading the value can fail with.
+    type Error;
+
+    /// The value's shape.
+    fn shape(&self) -> Result<Shape<'_, Self>, Self::Error>;
+}
+
+impl<'v> ReprNode for &'v Value {
+    type Error = std::convert::Infallible;
+
+    fn shape(&self) -> Result<Shape<'_, &'v Value>, Self::Error> {
+        let value: &'v Value = self;
+        Ok(match value {
+            Value::Null => Shape::None,
+            Value::Bool(b) => Shape::Bool(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Shape::Int(i),
+                None => Shape::Opaque(number_len(n)),
+            },
+            Value::String(s) => Shape::Str(s),
+            Value::Array(items) => Shape::List(items.iter().collect()),
+            Value::Object(map) => Shape::StrDict(map.iter().map(|(k, v)| (k.as_str(), v)).collect()),
+        })
+    }
+}
+
+/// `len(repr(node))`: Python's `repr()` rules for `None`, bools, ints, floats, strs, lists,
+/// tuples (`(a,)`) and dicts, over any [`ReprNode`]. Cost: one visit of every value, no copy.
+pub fn node_repr_len<N: ReprNode>(node: &N) -> Result<usize, N::Error> {
+    Ok(match node.shape()? {
+        Shape::None => 4,
+        Shape::Bool(true) => 4,
+        Shape::Bool(false) => 5,
+        Shape::Int(i) => i.to_string().len(),
+        Shape::Float(f) => float_repr(f).len(),
+        Shape::Str(s) => str_repr_len(s),
+        Shape::Opaque(n) => n,
+        Shape::List(items) => 2 + sum_lens(&items)? + 2 * items.len().saturating_sub(1),
+        Shape::Tuple(items) => {
+            2 + sum_lens(&items)? + 2 * items.len().saturating_sub(1) + usize::from(items.len() == 1)
+        }
+        Shape::StrDict(items) => {
+            let mut n = 2 + 2 * items.len().saturating_sub(1);
+            for (k, v) in &items {
+                n += str_repr_len(k) + 2 + node_repr_len(v)?;
+            }
+            n
+        }
+        Shape::Dict(items) => {
+            let mut n = 2 + 2 * items.len().saturating_sub(1);
+            for (k, v) in &items {
+                n += node_repr_len(k)? + 2 + node_repr_len(v)?;
+            }
+            n
+        }
+    })
+}
+
+fn sum_lens<N: ReprNode>(items: &[N]) -> Result<usize, N::Error> {
+    let mut n = 0;
+    for item in items {
+        n += node_repr_len(item)?;
+    }
+    Ok(n)
+}
+
 /// `len(repr(value))` for the Python object JSON `value` reads as (`json.loads`): dicts,
 /// lists, strings, ints, floats, `True`/`False`/`None`.
 pub fn repr_len(value: &Value) -> usize {
-    match value {
-        Value::Null => 4,
-        Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(n) => number_len(n),
-        Value::String(s) => str_repr_len(s),
-        Value::Array(items) => {
-            2 + items.iter().map(repr_len).sum::<usize>() + 2 * items.len().saturating_sub(1)
-        }
-        Value::Object(map) => {
-            2 + map.iter().map(|(k, v)| str_repr_len(k) + 2 + repr_len(v)).sum::<usize>()
-                + 2 * map.len().saturating_sub(1)
-        }
+    match node_repr_len(&value) {
+        Ok(n) => n,
+        Err(never) => match never {},
     }
 }
 
@@ -101,9 +186,37 @@ pub fn float_repr(f: f64) -> String {
     }
 }
 
+/// What `repr()` adds to each ASCII byte: 1 for `\\`, `\t`, `\n`, `\r` (written `\\x`), 3 for
+/// other controls (written `\\xNN`), 0 otherwise (quotes are counted apart).
+const ASCII_EXTRA: [u8; 128] = {
+    let mut table = [0u8; 128];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = 3;
+        b += 1;
+    }
+    table[0x7f] = 3;
+    table[b'\t' as usize] = 1;
+    table[b'\n' as usize] = 1;
+    table[b'\r' as usize] = 1;
+    table[b'\\' as usize] = 1;
+    table
+};
+
 /// `len(repr(s))`: the quotes (`'`, or `"` when `s` holds `'` and no `"`) and each character
-/// as Python writes it.
+/// as Python writes it. ASCII text is measured with a table in one pass over its bytes.
 pub fn str_repr_len(s: &str) -> usize {
+    if s.is_ascii() {
+        let (mut extra, mut single, mut double) = (0usize, 0usize, 0usize);
+        for &b in s.as_bytes() {
+            extra += usize::from(ASCII_EXTRA[usize::from(b)]);
+            single += usize::from(b == b'\'');
+            double += usize::from(b == b'"');
+        }
+        // the quote Python picks is escaped where it occurs; `"` is picked only when absent
+        let quotes = if single > 0 && double == 0 { 0 } else { single };
+        return 2 + s.len() + extra + quotes;
+    }
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     2 + s
         .chars()
@@ -190,6 +303,9 @@ mod tests {
             (json!("it's"), "\"it's\"".len()),
             (json!("both ' and \""), r#"'both \' and "'"#.len()),
             (json!("tab\tnew\nline\\"), r"'tab\tnew\nline\\'".len()),
+            (json!("a'b\"c"), r#"'a\'b"c'"#.len()),
+            (json!("é'"), "\"é'\"".chars().count()),
+            (json!("é'\""), r#"'é\'"'"#.chars().count()),
             (json!("\u{1}\u{7f}"), r"'\x01\x7f'".len()),
             (json!("é日本👍"), 6),
             (json!("\u{a0}\u{200b}\u{feff}"), r"'\xa0\u200b\ufeff'".len()),
@@ -199,6 +315,37 @@ mod tests {
         for (value, python) in cases {
             assert_eq!(repr_len(&value), python, "{value}");
         }
+    }
+
+    #[test]
+    fn tuples_and_keys_that_are_not_strings() {
+        #[derive(Clone)]
+        enum T {
+            Int(i64),
+            Tuple(Vec<T>),
+            Dict(Vec<(T, T)>),
+            Opaque(usize),
+        }
+        impl ReprNode for T {
+            type Error = std::convert::Infallible;
+            fn shape(&self) -> Result<Shape<'_, T>, Self::Error> {
+                Ok(match self {
+                    T::Int(i) => Shape::Int(*i),
+                    T::Tuple(items) => Shape::Tuple(items.clone()),
+                    T::Dict(items) => Shape::Dict(items.clone()),
+                    T::Opaque(n) => Shape::Opaque(*n),
+                })
+            }
+        }
+        let len = |t: T| match node_repr_len(&t) {
+            Ok(n) => n,
+            Err(never) => match never {},
+        };
+        assert_eq!(len(T::Tuple(vec![T::Int(1)])), "(1,)".len());
+        assert_eq!(len(T::Tuple(vec![])), "()".len());
+        assert_eq!(len(T::Tuple(vec![T::Int(1), T::Int(-20)])), "(1, -20)".len());
+        let dict = T::Dict(vec![(T::Int(1), T::Tuple(vec![T::Int(2)])), (T::Opaque(3), T::Int(0))]);
+        assert_eq!(len(dict), "{1: (2,), abc: 0}".len());
     }
 
     #[test]

@@ -9,8 +9,10 @@ Same signatures, same defaults, same results as langchain-core 1.7.2, on LangCha
 objects (or anything ``convert_to_messages`` reads), and usable as a Runnable when called
 without messages. The selection runs in the Rust engine (its ``langchain_trim`` step):
 ``"approximate"``, ``count_tokens_approximately`` (LangChain's or ours, also as a
-``functools.partial`` with its settings) and ``len`` are counted there; any other counter is
-called on the lists LangChain would call it on (a function of one message once per message).
+``functools.partial`` with its settings), ``len`` and our :func:`count_tokens` (exact tokens
+of a model, the fast replacement for a tiktoken function) are counted there; any other
+counter is called on the lists LangChain would call it on (a function of one message once
+per message).
 
 One deliberate difference: where LangChain's cut separates a tool call from its results, the
 orphaned results (or the call's message) are dropped too, since providers reject such a
@@ -47,7 +49,7 @@ try:
 except ImportError:
     _TextSplitter = None
 
-__all__ = ["trim_messages", "count_tokens_approximately"]
+__all__ = ["trim_messages", "count_tokens_approximately", "count_tokens"]
 
 # the order the native module reads them in
 _CLASSES = (AIMessage, HumanMessage, SystemMessage, ToolMessage, FunctionMessage, ChatMessage)
@@ -82,6 +84,17 @@ def count_tokens_approximately(
     return _native.langchain_count_approximately(
         converted, classes=_CLASSES, settings=settings, tools=tool_dicts
     )
+
+
+def count_tokens(messages: Iterable[Any], *, model: str = "gpt-4o") -> int:
+    """The exact tokens of ``messages`` for ``model``, as the provider bills them: each
+    message with its framing (the model's tokenizer; tool calls with their arguments as
+    ``json.dumps(args, ensure_ascii=False)``), plus the reply priming. A ``token_counter`` for
+    :func:`trim_messages` (also LangChain's own) in place of a tiktoken function; pass another
+    model with ``functools.partial(count_tokens, model=...)``. ``trim_messages`` counts it in
+    the engine, tokenizing only the messages it keeps. An unknown model raises
+    :class:`tightfit.UnknownModel`."""
+    return _native.langchain_count_model(convert_to_messages(messages), classes=_CLASSES, model=model)
 
 
 def _tool_dict(tool: Any) -> Any:
@@ -123,6 +136,21 @@ def _approximate_settings(counter: Any) -> dict[str, Any] | None:
     return None
 
 
+def _model(counter: Any) -> str | None:
+    """The model, if ``counter`` is :func:`count_tokens` (or a partial of it naming one)."""
+    if counter is count_tokens:
+        return "gpt-4o"
+    if (
+        isinstance(counter, functools.partial)
+        and counter.func is count_tokens
+        and not counter.args
+        and set(counter.keywords) <= {"model"}
+        and isinstance(counter.keywords.get("model", "gpt-4o"), str)
+    ):
+        return counter.keywords.get("model", "gpt-4o")
+    return None
+
+
 def _counter(token_counter: Any) -> tuple[str, Any, dict[str, Any] | None]:
     """How to count: (kind, Python callable or None, approximate settings or None), chosen
     as LangChain chooses (a shortcut name, a model, a function of a list or of one message)."""
@@ -139,6 +167,9 @@ def _counter(token_counter: Any) -> tuple[str, Any, dict[str, Any] | None]:
     settings = _approximate_settings(token_counter)
     if settings is not None:
         return "approximate", None, settings
+    model = _model(token_counter)
+    if model is not None:
+        return "model", None, {"model": model}
     if hasattr(token_counter, "get_num_tokens_from_messages"):
         return "list", token_counter.get_num_tokens_from_messages, None
     if callable(token_counter):
@@ -238,12 +269,14 @@ def _trim(
         raise ValueError(msg)
     converted = convert_to_messages(messages)
     kind, counter, settings = _counter(token_counter)
+    model = settings.pop("model") if kind == "model" and settings else None
     return _native.langchain_trim(
         converted,
         max_tokens=max_tokens,
         counter_kind=kind,
         counter=counter,
         approximate_settings=settings,
+        model=model,
         classes=_CLASSES,
         strategy=strategy,
         allow_partial=allow_partial,
