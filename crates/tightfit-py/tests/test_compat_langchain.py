@@ -6,6 +6,7 @@ Runnable use, type specs by class, errors, and the one deliberate difference."""
 from __future__ import annotations
 
 import functools
+import random
 import inspect
 import json
 from typing import Any
@@ -292,3 +293,103 @@ def test_count_tokens_is_tightfits_exact_count_and_trims_in_the_engine() -> None
         ours.count_tokens(history, model="no-such-model")
     with pytest.raises(tightfit.UnknownModel):
         trim_messages(history, max_tokens=10, token_counter=functools.partial(ours.count_tokens, model="no-such-model"))
+
+
+# --- random histories: every argument, every kind of counter, against the real peer ---------
+
+_WORDS = ["alpha", "beta\n", "gamma delta", "é", "日本", "\n", "x'y", 'q"r', "tab\t"]
+
+
+def _text(r: random.Random) -> str:
+    return "".join(r.choice(_WORDS) for _ in range(r.randint(0, 8)))
+
+
+def _content(r: random.Random) -> Any:
+    if r.random() >= 0.25:
+        return _text(r)
+    blocks: list[Any] = []
+    for _ in range(r.randint(0, 4)):
+        k = r.random()
+        if k < 0.6:
+            blocks.append({"type": "text", "text": _text(r)})
+        elif k < 0.8:
+            blocks.append({"type": "image_url", "image_url": {"url": "data:x"}})
+        elif k < 0.9:
+            blocks.append(_text(r))
+        else:
+            blocks.append({"type": "other", "v": [1, 2.5, None, True, "é"]})
+    return blocks
+
+
+def _history(r: random.Random) -> list[BaseMessage]:
+    messages: list[BaseMessage] = [SystemMessage(_content(r))] if r.random() < 0.5 else []
+    n, call_id = r.randint(0, 12), 0
+    while len(messages) < n:
+        k = r.random()
+        if k < 0.35:
+            messages.append(HumanMessage(_content(r), name=r.choice([None, "bob"])))
+        elif k < 0.6:
+            messages.append(AIMessage(_content(r)))
+        elif k < 0.8:
+            calls = []
+            for _ in range(r.randint(1, 2)):
+                call_id += 1
+                calls.append({"name": "f", "args": {"q": _text(r), "n": r.randint(0, 99)}, "id": f"c{call_id}", "type": "tool_call"})
+            messages.append(AIMessage(_content(r) if r.random() < 0.3 else "", tool_calls=calls))
+            messages.extend(ToolMessage(_content(r), tool_call_id=c["id"]) for c in calls if r.random() < 0.9)
+        elif k < 0.9:
+            messages.append(SystemMessage(_content(r)))
+        else:
+            messages.append(AIMessageChunk(content=_text(r)))
+    return messages
+
+
+def _per_message(message: BaseMessage) -> int:
+    return len(str(message.content)) // 3 + 2
+
+
+_per_message.__annotations__["message"] = BaseMessage
+
+
+def _not_additive(messages: list[BaseMessage]) -> int:
+    return sum(len(str(m.content)) for m in messages) // 4 + 3 * len(messages) + 1
+
+
+_SPECS: list[Any] = [None, "human", "ai", ["human", "tool"], AIMessage, [SystemMessage, "ai"], "tool"]
+_COUNTERS: list[Any] = [
+    "approximate",
+    len,
+    peer.count_tokens_approximately,
+    functools.partial(peer.count_tokens_approximately, chars_per_token=2.5, extra_tokens_per_message=1.5),
+    functools.partial(peer.count_tokens_approximately, extra_tokens_per_message=-3),
+    _per_message,
+    _not_additive,
+    ours.count_tokens,
+]
+
+
+@pytest.mark.parametrize("seed", range(0, 600, 50))
+def test_random_histories_against_langchain(seed: int) -> None:
+    for seed in range(seed, seed + 50):
+        r = random.Random(seed)
+        history = _history(r)
+        copies = [m.model_copy(deep=True) for m in history]
+        kw: dict[str, Any] = {
+            "max_tokens": r.randint(-2, 120),
+            "token_counter": r.choice(_COUNTERS),
+            "strategy": r.choice(["first", "last"]),
+            "allow_partial": r.random() < 0.5,
+            "end_on": r.choice(_SPECS),
+            "text_splitter": r.choice([None, list, lambda t: t.split(" ")]),
+        }
+        if kw["strategy"] == "last":
+            kw["start_on"] = r.choice(_SPECS)
+            kw["include_system"] = r.random() < 0.5
+        if kw["token_counter"] is len:
+            kw["max_tokens"] //= 10
+        theirs = peer.trim_messages(history, **kw)
+        assert ours._trim(history, keep_tool_pairs=False, **kw) == theirs, (seed, kw)
+        mine = trim_messages(history, **kw)
+        rest = iter(theirs)
+        assert all(any(m is t or (m == t and not any(m is h for h in history)) for t in rest) for m in mine), seed
+        assert history == copies, seed

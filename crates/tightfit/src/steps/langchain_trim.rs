@@ -844,6 +844,10 @@ impl FromParams for LangchainTrim {
 }
 
 #[cfg(test)]
+#[path = "langchain_conformance.rs"]
+mod conformance;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::steps::test_support::{openai, run, texts, tool_history};
