@@ -21,6 +21,21 @@ def repo_root() -> Path:
 
 SHARED = repo_root().parent / "shared"
 DATA = SHARED / "data"
+CONFORMANCE = SHARED / "conformance"
+
+#: The validity flags of the conformance README's rule 2: where the peer's output gained one of
+#: these, ours must be valid instead of equal.
+BROKEN = frozenset({"orphan_tool_result", "unanswered_tool_calls", "starts_with_tool", "reordered"})
+
+
+@lru_cache(maxsize=None)
+def conformance_cases(name: str) -> tuple[dict[str, Any], ...]:
+    """Every case of a conformance file, read once per session."""
+    path = CONFORMANCE / name
+    if not path.is_file():
+        pytest.fail(f"missing {path}: the shared conformance corpus must sit beside the repository")
+    with path.open(encoding="utf-8") as f:
+        return tuple(json.loads(line) for line in f if line.strip())
 
 
 @lru_cache(maxsize=None)

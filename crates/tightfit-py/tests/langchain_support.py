@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from conftest import SHARED  # noqa: E402
+from conftest import SHARED, conformance_cases  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     AIMessage,
     BaseMessage,
@@ -24,16 +24,7 @@ from langchain_core.messages import (  # noqa: E402
     ToolMessage,
 )
 
-CONFORMANCE = SHARED / "conformance"
-
-
-def cases(name: str) -> list[dict[str, Any]]:
-    """Every case of a conformance file."""
-    path = CONFORMANCE / name
-    if not path.is_file():
-        pytest.fail(f"missing {path}: the shared conformance corpus must sit beside the repository")
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+cases = conformance_cases
 
 
 def to_langchain(message: dict[str, Any]) -> BaseMessage:

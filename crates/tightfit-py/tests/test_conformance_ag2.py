@@ -15,27 +15,15 @@ import builtins
 import contextlib
 import copy
 import io
-import json
-from functools import lru_cache
 from typing import Any
 
 import pytest
 
 import tightfit
-from conftest import SHARED
+from conftest import BROKEN, conformance_cases
 from tightfit.compat import ag2
 
-CONFORMANCE = SHARED / "conformance"
-BROKEN = {"orphan_tool_result", "unanswered_tool_calls", "starts_with_tool", "reordered"}
-
-
-@lru_cache(maxsize=None)
-def cases(name: str) -> tuple[dict[str, Any], ...]:
-    path = CONFORMANCE / name
-    if not path.is_file():
-        pytest.fail(f"missing {path}: the shared conformance corpus must sit beside the repository")
-    with path.open(encoding="utf-8") as f:
-        return tuple(json.loads(line) for line in f if line.strip())
+cases = conformance_cases
 
 
 def faults(messages: list[dict[str, Any]]) -> set[str]:

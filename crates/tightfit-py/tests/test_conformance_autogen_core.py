@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import math
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import SHARED
+from conftest import BROKEN, CONFORMANCE, conformance_cases
 
 autogen_core = pytest.importorskip("autogen_core")
 pytest.importorskip("autogen_ext.models.openai")
@@ -45,17 +43,7 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient  # noqa: E402
 
 from tightfit.compat import autogen_core as ours  # noqa: E402
 
-CONFORMANCE = SHARED / "conformance"
-BROKEN = {"orphan_tool_result", "unanswered_tool_calls", "starts_with_tool", "reordered"}
-
-
-@lru_cache(maxsize=None)
-def cases(name: str) -> tuple[dict[str, Any], ...]:
-    path = CONFORMANCE / name
-    if not path.is_file():
-        pytest.fail(f"missing {path}: the shared corpus must sit beside the repository")
-    with path.open(encoding="utf-8") as f:
-        return tuple(json.loads(line) for line in f if line.strip())
+cases = conformance_cases
 
 
 def ids(name: str) -> list[str]:

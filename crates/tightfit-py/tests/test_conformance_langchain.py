@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import BROKEN
 from langchain_support import cases, cl100k_counter, to_langchain, to_openai
 
 import tightfit
@@ -22,7 +23,6 @@ from tightfit.compat.langchain import count_tokens_approximately, trim_messages
 
 TRIM = cases("langchain_core_trim_messages.jsonl")
 COUNT = cases("langchain_core_count_tokens_approximately.jsonl")
-BROKEN = {"orphan_tool_result", "unanswered_tool_calls", "starts_with_tool", "reordered"}
 
 
 @pytest.fixture(scope="session")
