@@ -5,28 +5,61 @@ Change the import and keep the rest::
     # from swarms.structs.transforms import TransformConfig, MessageTransforms
     from tightfit.compat.swarms import TransformConfig, MessageTransforms
 
-Same names, fields and defaults. The work is ``tightfit.fit`` with the engine's
-``middle_out`` step (keeping system messages and the last ``preserve_recent_messages``
-messages, removing from the middle until the history fits), after a ``head_and_tail`` step
-when a message limit is set. What differs from swarms, deliberately:
+Same names, fields, defaults and signatures (``handle_transforms`` included), checked against
+swarms 16.0.3. The work is ``tightfit.fit`` with engine steps that make swarms' choices:
 
-- the model's window comes from tightfit's registry (``gpt-4o`` has 128,000 tokens; swarms'
-  table matches ``gpt-4`` inside ``gpt-4o`` and gives 8,192), an unknown model raises
-  :class:`tightfit.UnknownModel` instead of a silent 4,096, and without ``max_tokens`` the
-  model's maximum output (at most 4,096) is left free for the reply;
-- tokens are counted exactly for the model, framing, tool calls and images included (swarms
-  counts each content string, or the ``str()`` of list content);
-- tool calls keep their results (swarms can drop one without the other), and a history whose
-  protected messages alone exceed the budget raises :class:`tightfit.CannotFit`.
+- ``max_messages`` (when the history is longer): the system messages, then ``head_and_tail``
+  over the others: half of the free places from the start, half plus the last
+  ``preserve_recent_messages`` from the end; when the recent messages alone are too many, the
+  oldest of them (swarms' ``_compress_message_count``);
+- over the token limit with more than 50 messages: the same, for half of the messages (swarms
+  halves the history before removing by tokens);
+- then ``middle_out``: messages removed one by one from the middle of the whole history,
+  alternately older and newer, until it fits; the first and the last message stay (swarms'
+  ``_middle_out_compress_tokens``; it does not keep ``preserve_recent_messages`` there either).
+
+What differs from swarms, deliberately:
+
+- the model's window comes from tightfit's registry, less the model's maximum output (at most
+  4,096) unless the model has an input limit of its own (swarms takes litellm's
+  ``max_input_tokens``, else a table of 14 names matched by substring); an unknown model
+  raises :class:`tightfit.UnknownModel` where swarms falls back to 4,096; Claude models get no
+  1,000-message limit (only ``max_messages`` limits the count);
+- tokens are counted exactly for the target model, framing, tool calls and images included
+  (swarms counts each content string, or the ``str()`` of list content, for the config's
+  ``model_name``), so where the limit falls differs;
+- messages go by whole units: a tool call keeps its results (swarms can keep one without the
+  other), so a head, a tail or a removal can stop one message short;
+- a history still over the budget once only the first and last messages are left has their
+  texts cut in the middle, then loses them, and one whose system messages alone exceed the
+  budget raises :class:`tightfit.CannotFit` (swarms returns the first and last messages over
+  the limit);
+- ``preserve_system_messages=False`` lets system messages go like any other (swarms keeps them
+  whatever the flag says).
+
+And where the engine has no step for swarms' rule yet:
+
+- with an odd number of free places, swarms also keeps the one message in the middle of the
+  part it drops; tightfit keeps one more message of the start instead;
+- removing from the middle of an odd number of removable messages, swarms takes the newer
+  neighbour of the middle one first and tightfit the older one: the gap can sit one message
+  earlier;
+- ``max_messages`` no larger than the number of system messages: swarms keeps the system
+  messages alone, tightfit the last message besides.
+
+``max_tokens=0`` and ``max_messages=0`` mean no limit of their own, as in swarms (where
+``max_tokens=0`` means no token limit at all, tightfit still holds the model's window).
+Disabled transforms return the caller's list as it is and never fail (a model tightfit does not
+know is counted as ``gpt-4``, as swarms' litellm does).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import tightfit
-from tightfit.steps import HeadAndTail, MiddleOut
+from tightfit.steps import HeadAndTail, KeepFirst, KeepLast, MiddleOut
 
 __all__ = [
     "TransformConfig",
@@ -34,7 +67,15 @@ __all__ = [
     "MessageTransforms",
     "create_default_transforms",
     "apply_transforms_to_messages",
+    "handle_transforms",
 ]
+
+#: The roles the engine keeps as system messages.
+_SYSTEM_ROLES = ("system", "developer")
+#: swarms halves a history of more than this many messages before removing by tokens.
+_HALVE_ABOVE = 50
+#: The model swarms (through litellm) counts with when it does not know the model.
+_FALLBACK_COUNTER = "gpt-4"
 
 
 @dataclass
@@ -63,32 +104,63 @@ class TransformResult:
     was_compressed: bool
 
 
+def _message_limit(
+    limit: int,
+    length: int,
+    system: int,
+    recent: int,
+    keep_system: bool,
+    when: Dict[str, Any],
+) -> tuple[list[tightfit.Step], int]:
+    """The steps of swarms' ``_compress_message_count(messages, limit)`` for a history of
+    ``length`` messages, ``system`` of them kept as system messages, and the length swarms
+    leaves. The steps run only under ``when``."""
+    if length <= limit:
+        return [], length
+    keep = {"measure": "messages", "keep_system": keep_system, "keep_newest_user_turn": False, "when": when}
+    free = limit - system
+    if free <= 0:
+        # swarms keeps the system messages alone; a step keeps at least one message
+        return [KeepLast(1, **keep)], system + 1
+    recent = min(max(recent, 0), length - system)
+    middle = free - recent
+    if middle <= 0:
+        # the recent messages, and of those only the oldest `free` when they are too many
+        steps: list[tightfit.Step] = [KeepLast(recent, **keep)]
+        if middle < 0:
+            steps.append(KeepFirst(free, **keep))
+        return steps, limit
+    half = middle // 2
+    return [HeadAndTail(half + middle % 2, half + recent, **keep)], limit
+
+
 class MessageTransforms:
-    """Fits messages to a model's window (or ``max_tokens``) with middle-out removal."""
+    """Fits messages to a model's window (or ``max_tokens``) with swarms' middle-out."""
 
     def __init__(self, config: TransformConfig) -> None:
         self.config = config
 
-    def _pipeline(self) -> tightfit.Pipeline:
+    def _pipeline(self, messages: Sequence[Dict[str, Any]]) -> tightfit.Pipeline:
         config = self.config
+        keep_system = config.preserve_system_messages
+        system = sum(1 for m in messages if m.get("role") in _SYSTEM_ROLES) if keep_system else 0
+        recent = config.preserve_recent_messages
         steps: list[tightfit.Step] = []
-        if config.max_messages is not None:
-            head = config.max_messages // 2
-            steps.append(
-                HeadAndTail(
-                    head,
-                    config.max_messages - head,
-                    measure="messages",
-                    keep_system=config.preserve_system_messages,
-                    keep_newest_user_turn=False,
-                    when={"messages_above": config.max_messages},
-                )
-            )
+        length = len(messages)
+        if config.max_messages:
+            limit = config.max_messages
+            more, length = _message_limit(limit, length, system, recent, keep_system, {"messages_above": limit})
+            steps += more
+        if length > _HALVE_ABOVE:
+            when = {"messages_above": _HALVE_ABOVE, "over_budget": True}
+            steps += _message_limit(length // 2, length, system, recent, keep_system, when)[0]
+        first_is_system = bool(messages) and messages[0].get("role") in _SYSTEM_ROLES
         steps.append(
             MiddleOut(
-                keep_first=0,
-                keep_recent=config.preserve_recent_messages,
-                keep_system=config.preserve_system_messages,
+                keep_first=0 if first_is_system else 1,
+                keep_recent=1,
+                keep_system=keep_system,
+                keep_newest_user_turn=False,
             )
         )
         return tightfit.Pipeline(steps)
@@ -99,13 +171,15 @@ class MessageTransforms:
         target_model: Optional[str] = None,
     ) -> TransformResult:
         """The messages fitted to the target model (``target_model``, else the config's
-        ``model_name``), with the counts before and after. Disabled or empty: the messages as
-        they are, counted."""
+        ``model_name``), with the counts before and after. Disabled or empty: the caller's
+        list as it is, counted."""
         model = target_model or self.config.model_name
         if not self.config.enabled or not messages:
-            total = tightfit.count(messages, model).total if messages else 0
-            return TransformResult(list(messages), total, total, len(messages), len(messages), 1.0, False)
-        result = tightfit.fit(messages, model, budget=self.config.max_tokens, pipeline=self._pipeline())
+            total = _count(messages, model)
+            return TransformResult(messages, total, total, len(messages), len(messages), 1.0, False)
+        result = tightfit.fit(
+            messages, model, budget=self.config.max_tokens or None, pipeline=self._pipeline(messages)
+        )
         report = result.report
         return TransformResult(
             messages=result.messages,
@@ -116,6 +190,17 @@ class MessageTransforms:
             compression_ratio=report.compression_ratio,
             was_compressed=report.was_compressed,
         )
+
+
+def _count(messages: Sequence[Dict[str, Any]], model: str) -> int:
+    """The tokens of ``messages`` for ``model``; for a model tightfit does not know, with the
+    counter swarms falls back to (disabled transforms never fail)."""
+    if not messages:
+        return 0
+    try:
+        return tightfit.count(messages, model).total
+    except tightfit.UnknownModel:
+        return tightfit.count(messages, _FALLBACK_COUNTER).total
 
 
 def create_default_transforms(
@@ -139,3 +224,16 @@ def apply_transforms_to_messages(
         else MessageTransforms(transforms_config)
     )
     return transforms.transform_messages(messages, model_name)
+
+
+def handle_transforms(
+    transforms: MessageTransforms,
+    short_memory: Any = None,
+    model_name: Optional[str] = "gpt-5.4",
+) -> str:
+    """The task prompt swarms' ``Agent`` builds: the messages of ``short_memory`` (anything with
+    ``return_messages_as_dictionary()``, such as a swarms ``Conversation``) after
+    ``transforms``, as ``"role: content"`` blocks separated by blank lines."""
+    messages = short_memory.return_messages_as_dictionary()
+    result = transforms.transform_messages(messages, model_name)
+    return "\n\n".join(f"{message['role']}: {message['content']}" for message in result.messages)
