@@ -5,6 +5,13 @@ Inputs: the first 100 and 1,000 messages and the whole of the 1M-token agent his
 repository). Token budgets 4k, 32k and 128k (``model="gpt-4o"``, whose AG2 cap is 128,000).
 Prints the best of several runs per operation and the ratio AG2 / tightfit.
 
+Our ``MessageTokenLimiter`` remembers what it counted (AG2 runs it on every turn over the
+whole history), so it is timed both ways: ``first call`` on a new limiter each run, and
+``again`` on the same limiter and history. The ``agent loop`` rows are what an agent sees:
+500 turns of appending one message, then ``apply_transform`` and ``get_logs`` (as AG2's
+``TransformMessages`` calls them), starting from the history less its last 500 messages;
+AG2's side times every 25th turn and multiplies by 25 (its 500 turns take about 30 minutes).
+
     TIKTOKEN_CACHE_DIR=... python crates/tightfit-py/bench/bench_ag2.py
 
 Needs ``ag2==0.14.0``; fills a tiktoken cache with the shared tool when none is set.
@@ -56,6 +63,23 @@ def best(fn: Callable[[], Any], budget_s: float = 1.5, most: int = 30) -> float:
     return min(times)
 
 
+def agent_loop(limiter: Any, full: list[dict[str, Any]], turns: int = 500, every: int = 1) -> float:
+    """Seconds for `turns` turns of: append the next message, apply, log. With `every` > 1
+    only every `every`-th turn is run, and the time scaled up by `every` (AG2's turns cost
+    about the same each, and all of them would take half an hour)."""
+    messages = full[: len(full) - turns]
+    elapsed = 0.0
+    for turn, message in enumerate(full[len(full) - turns :], 1):
+        messages.append(message)
+        if turn % every:
+            continue
+        start = time.perf_counter()
+        post = limiter.apply_transform(messages)
+        limiter.get_logs(messages, post)
+        elapsed += time.perf_counter() - start
+    return elapsed * every
+
+
 def fmt(seconds: float) -> str:
     return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} µs"
 
@@ -75,17 +99,28 @@ def main() -> None:
                     b = ours.MessageHistoryLimiter(max_messages=max_messages, keep_first_message=keep_first)
                     rows.append((name, n, best(lambda: a.apply_transform(messages)), best(lambda: b.apply_transform(messages))))
             for budget in (4_000, 32_000, 128_000):
-                name = f"MessageTokenLimiter(max_tokens={budget // 1000}k, per_message=2000, gpt-4o)"
+                name = f"MessageTokenLimiter({budget // 1000}k, per_message=2000, gpt-4o)"
                 kwargs = dict(max_tokens=budget, max_tokens_per_message=2000, model="gpt-4o")
                 a = peer.MessageTokenLimiter(**kwargs)
                 b = ours.MessageTokenLimiter(**kwargs)
-                rows.append((name, n, best(lambda: a.apply_transform(messages)), best(lambda: b.apply_transform(messages))))
+                theirs = best(lambda: a.apply_transform(messages))
+                rows.append((name + " first call", n, theirs,
+                             best(lambda: ours.MessageTokenLimiter(**kwargs).apply_transform(messages))))
+                rows.append((name + " again", n, theirs, best(lambda: b.apply_transform(messages))))
                 post = b.apply_transform(messages)
-                rows.append((f"MessageTokenLimiter.get_logs ({budget // 1000}k)", n,
-                             best(lambda: a.get_logs(messages, post)), best(lambda: b.get_logs(messages, post))))
+                theirs = best(lambda: a.get_logs(messages, post))
+                rows.append((f"MessageTokenLimiter.get_logs ({budget // 1000}k) first call", n, theirs,
+                             best(lambda: ours.MessageTokenLimiter(**kwargs).get_logs(messages, post))))
+                rows.append((f"MessageTokenLimiter.get_logs ({budget // 1000}k) again", n, theirs,
+                             best(lambda: b.get_logs(messages, post))))
             a = peer.TextMessageContentName()
             b = ours.TextMessageContentName()
             rows.append(("TextMessageContentName()", n, best(lambda: a.apply_transform(messages)), best(lambda: b.apply_transform(messages))))
+        for budget in (32_000, 128_000):
+            kwargs = dict(max_tokens=budget, max_tokens_per_message=2000, model="gpt-4o")
+            rows.append((f"agent loop: 500 turns, MessageTokenLimiter({budget // 1000}k) + get_logs", len(full),
+                         agent_loop(peer.MessageTokenLimiter(**kwargs), full, every=25),
+                         agent_loop(ours.MessageTokenLimiter(**kwargs), full)))
     print(f"{'operation':<62} {'msgs':>6} {'AG2':>12} {'tightfit':>12} {'AG2/ours':>9}")
     for name, n, theirs, mine in rows:
         print(f"{name:<62} {n:>6} {fmt(theirs):>12} {fmt(mine):>12} {theirs / mine:>8.1f}×")

@@ -8,7 +8,7 @@
 //! reads are Python calls); the token work between them is the engine's.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, TryLockError};
 
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
@@ -19,8 +19,10 @@ use tightfit::format::{messages_to_value, parse_messages, Format, FormatError};
 use tightfit::history::History;
 use tightfit::message::Message;
 use tightfit::steps::ag2_select::Shape;
-use tightfit::steps::{history_text_tokens, Ag2Error, Ag2HistoryLimiter, Ag2TokenLimiter, Step, StepContext};
-use tightfit::tokens::{ChatCounter, CountCache, Framing, TokenCounter};
+use tightfit::steps::{
+    string_tokens, text_tokens, Ag2Error, Ag2HistoryLimiter, Ag2TokenLimiter, Step, StepContext,
+};
+use tightfit::tokens::{ChatCounter, CountCache, Framing, TiktokenMemo, TokenCounter};
 
 use crate::convert::{to_python, to_value};
 use crate::errors::Failure;
@@ -207,10 +209,30 @@ fn token_error(e: TokenFailure) -> PyErr {
     }
 }
 
-/// AG2's `MessageTokenLimiter`, built once from its configuration.
+/// AG2's `MessageTokenLimiter`, built once from its configuration, with what it has counted
+/// so far: AG2 runs it on every turn over the whole history, so from the second turn on only
+/// new texts are tokenized.
 #[pyclass(frozen, module = "tightfit._native", name = "Ag2TokenLimiter")]
 pub(crate) struct PyAg2TokenLimiter {
     inner: Ag2TokenLimiter,
+    memo: Mutex<TiktokenMemo>,
+}
+
+impl PyAg2TokenLimiter {
+    /// `work` with the limiter's memo, or with a fresh one while another thread uses it:
+    /// waiting for it could deadlock on the GIL, and a fresh memo only costs speed.
+    fn with_memo<R>(&self, work: impl FnOnce(&mut TiktokenMemo) -> R) -> R {
+        match self.memo.try_lock() {
+            Ok(mut memo) => work(&mut memo),
+            Err(TryLockError::Poisoned(poisoned)) => {
+                // a panic mid-run may have left a half-written entry: start again
+                let mut memo = poisoned.into_inner();
+                *memo = TiktokenMemo::new();
+                work(&mut memo)
+            }
+            Err(TryLockError::WouldBlock) => work(&mut TiktokenMemo::new()),
+        }
+    }
 }
 
 #[pymethods]
@@ -218,7 +240,7 @@ impl PyAg2TokenLimiter {
     /// From an `ag2_token_limiter` configuration map; `ConfigError` names a bad key.
     #[new]
     fn new(config: &Bound<'_, PyAny>) -> PyResult<PyAg2TokenLimiter> {
-        Ok(PyAg2TokenLimiter { inner: built(config)? })
+        Ok(PyAg2TokenLimiter { inner: built(config)?, memo: Mutex::new(TiktokenMemo::new()) })
     }
 
     /// What AG2 prints when built with these settings (limits capped to its context size).
@@ -234,7 +256,8 @@ impl PyAg2TokenLimiter {
             let item = items.get_item(i).map_err(TokenFailure::Py)?;
             read_message(&item, i).map(Cow::Owned).map_err(|f| TokenFailure::Py(f.into()))
         };
-        let kept = self.inner.select(items.len(), &mut read).map_err(token_error)?;
+        let kept =
+            self.with_memo(|memo| self.inner.select(items.len(), &mut read, memo)).map_err(token_error)?;
         let out = PyList::empty(py);
         for k in kept {
             match k.changed {
@@ -248,16 +271,49 @@ impl PyAg2TokenLimiter {
         }
         Ok(out)
     }
+
+    /// The text tokens AG2 counts in `messages` (its `get_logs` and `min_tokens`): content
+    /// strings and the text of content items, cl100k_base, remembered for the next call.
+    /// A content string is borrowed from Python as it is (no copy: `get_logs` runs on every
+    /// turn over the whole history), other messages are converted; the counting runs with
+    /// the GIL released.
+    fn text_tokens(&self, py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let items = items(messages)?;
+        let mut held = Vec::new();
+        let mut contents = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let content = item.cast::<PyDict>().ok().map(|d| d.get_item("content")).transpose()?.flatten();
+            match content.map(|c| c.cast_into::<PyString>()) {
+                Some(Ok(s)) => {
+                    contents.push(Content::String(held.len()));
+                    held.push(s);
+                }
+                _ => contents.push(Content::Message(read_message(&item, i)?)),
+            }
+        }
+        let strings: Vec<&str> = held.iter().map(|s| s.to_str()).collect::<PyResult<_>>()?;
+        py.detach(|| {
+            self.with_memo(|memo| {
+                contents.iter().enumerate().try_fold(0, |total, (i, content)| {
+                    Ok::<_, Ag2Error>(
+                        total
+                            + match content {
+                                Content::String(k) => string_tokens(strings[*k], i, memo)?,
+                                Content::Message(m) => text_tokens(m, i, memo)?,
+                            },
+                    )
+                })
+            })
+        })
+        .map_err(peer_error)
+    }
 }
 
-/// The text tokens AG2 counts in `messages` (its `get_logs` and `min_tokens`): content
-/// strings and the text of content items, cl100k_base. Converts the messages, then counts
-/// with the GIL released.
-#[pyfunction]
-pub(crate) fn ag2_text_tokens(py: Python<'_>, messages: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let raw = RawInput::read(messages, None, Some("openai"))?;
-    let conversation = py.detach(|| raw.parse())?;
-    py.detach(|| history_text_tokens(&conversation.messages)).map_err(peer_error)
+/// A message's content for [`PyAg2TokenLimiter::text_tokens`]: a string (the index of the
+/// Python string, borrowed as it is), or the message converted.
+enum Content {
+    String(usize),
+    Message(Message),
 }
 
 /// A counter that counts nothing, for [`apply_steps`]: steps that never read a count (AG2's

@@ -41,7 +41,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
     m.add_class::<ag2::PyAg2HistoryLimiter>()?;
     m.add_class::<ag2::PyAg2TokenLimiter>()?;
-    m.add_function(wrap_pyfunction!(ag2::ag2_text_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(ag2::apply_steps, m)?)?;
     m.add_function(wrap_pyfunction!(langchain::langchain_trim, m)?)?;
     m.add_function(wrap_pyfunction!(langchain::langchain_count_approximately, m)?)?;

@@ -83,7 +83,8 @@ def test_token_limiter_cuts_and_counts_as_ag2() -> None:
     assert out[-1] is messages[-1], "an unchanged message is the caller's dict"
     assert out[-2]["content"] == "Paris is 21 degrees"
     assert out[-2] is not messages[-2]
-    before, after = tightfit._native.ag2_text_tokens(messages), tightfit._native.ag2_text_tokens(out)
+    count = ag2.MessageTokenLimiter()._native.text_tokens
+    before, after = count(messages), count(out)
     assert limiter.get_logs(messages, out) == (
         f"Truncated {before - after} tokens. Number of tokens reduced from {before} to {after}",
         True,

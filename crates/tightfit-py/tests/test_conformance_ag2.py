@@ -15,6 +15,7 @@ import builtins
 import contextlib
 import copy
 import io
+import json
 from typing import Any
 
 import pytest
@@ -105,8 +106,11 @@ def history_limit(case: dict[str, Any], ours: list, expected: list) -> bool:
     return limit is None or len(ours) <= limit
 
 
+text_tokens = ag2.MessageTokenLimiter()._native.text_tokens
+
+
 def token_limit(case: dict[str, Any], ours: list, expected: list) -> bool:
-    return tightfit._native.ag2_text_tokens(ours) <= tightfit._native.ag2_text_tokens(expected)
+    return text_tokens(ours) <= text_tokens(expected)
 
 
 HISTORY = cases("ag2_message_history_limiter.jsonl")
@@ -121,6 +125,36 @@ def test_message_history_limiter(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", TOKENS, ids=lambda c: c["case_id"])
 def test_message_token_limiter(case: dict[str, Any]) -> None:
     check(case, ag2.MessageTokenLimiter, token_limit)
+
+
+def outcome(call: Any) -> Any:
+    """What `call` returns, or the type and text of what it raises."""
+    try:
+        return call()
+    except Exception as e:  # noqa: BLE001 - compared, not handled
+        return (type(e), str(e))
+
+
+def test_a_token_limiter_kept_across_histories_answers_as_a_new_one() -> None:
+    # AG2 keeps one limiter for an agent's life; ours remembers counts and cuts by text, so
+    # one limiter per setting runs every case of the corpus, twice, and must give what a new
+    # limiter gives each time
+    shared: dict[str, ag2.MessageTokenLimiter] = {}
+    compared = 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        for _ in range(2):
+            for case in TOKENS:
+                if isinstance(case["output"], dict):
+                    continue
+                key = json.dumps(case["params"], sort_keys=True)
+                limiter = shared.setdefault(key, ag2.MessageTokenLimiter(**case["params"]))
+                fresh = ag2.MessageTokenLimiter(**case["params"])
+                kept = limiter.apply_transform(case["input"])
+                assert kept == fresh.apply_transform(case["input"]), case["case_id"]
+                logs = outcome(lambda: limiter.get_logs(case["input"], kept))
+                assert logs == outcome(lambda: fresh.get_logs(case["input"], kept)), case["case_id"]
+                compared += 1
+    assert compared > 1000 and len(shared) < compared / 4, "limiters are shared across many histories"
 
 
 def test_the_corpus_is_whole() -> None:

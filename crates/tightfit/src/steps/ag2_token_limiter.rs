@@ -40,8 +40,8 @@ use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{ContentForm, Extra, Message, Part, TextPart};
 use crate::plan::ChangeKind;
-use crate::tokens::tiktoken::{disallowed_special, encoding_for_model, truncate_to_tokens, EncodingError};
-use crate::tokens::{OpenAiEncoding, TokenCounter};
+use crate::tokens::tiktoken::{encoding_for_model, EncodingError};
+use crate::tokens::{OpenAiEncoding, TiktokenMemo};
 
 /// AG2's default model.
 pub const AG2_DEFAULT_MODEL: &str = "gpt-3.5-turbo-0613";
@@ -119,17 +119,13 @@ pub struct Ag2Kept {
 
 /// The text tokens AG2 counts in `message` (`count_text_tokens(message["content"])`): the
 /// content string, or the sum over content items (a string item, or a dict's `text`), with
-/// cl100k_base. Fails on special-token text, as AG2 does. `index` is for the error.
-pub fn text_tokens(message: &Message, index: usize) -> Result<usize, Ag2Error> {
-    let count = |text: &str| -> Result<usize, Ag2Error> {
-        match disallowed_special(OpenAiEncoding::Cl100kBase, text) {
-            Some(token) => Err(Ag2Error::SpecialToken { index, token }),
-            None => Ok(OpenAiEncoding::Cl100kBase.count(text)),
-        }
-    };
+/// cl100k_base. Fails on special-token text, as AG2 does. `index` is for the error; `memo`
+/// remembers the counts for the next run.
+pub fn text_tokens(message: &Message, index: usize, memo: &mut TiktokenMemo) -> Result<usize, Ag2Error> {
+    let mut count = |text: &str| string_tokens(text, index, memo);
     fn value_tokens(
         value: Option<&Value>,
-        count: &dyn Fn(&str) -> Result<usize, Ag2Error>,
+        count: &mut dyn FnMut(&str) -> Result<usize, Ag2Error>,
     ) -> Result<usize, Ag2Error> {
         match value {
             Some(Value::String(s)) => count(s),
@@ -155,7 +151,7 @@ pub fn text_tokens(message: &Message, index: usize) -> Result<usize, Ag2Error> {
                 total += match part {
                     Part::Text(t) => count(&t.text)?,
                     Part::Opaque(Value::String(s)) if message.content_form == ContentForm::Parts => count(s)?,
-                    Part::Opaque(Value::Object(map)) => value_tokens(map.get("text"), &count)?,
+                    Part::Opaque(Value::Object(map)) => value_tokens(map.get("text"), &mut count)?,
                     _ => 0,
                 };
             }
@@ -164,10 +160,10 @@ pub fn text_tokens(message: &Message, index: usize) -> Result<usize, Ag2Error> {
     Ok(total)
 }
 
-/// The text tokens AG2 counts in a history (`get_logs` and `min_tokens`): every message that
-/// has a `content` key.
-pub fn history_text_tokens(messages: &[impl std::borrow::Borrow<Message>]) -> Result<usize, Ag2Error> {
-    messages.iter().enumerate().map(|(i, m)| text_tokens(m.borrow(), i)).sum()
+/// The text tokens AG2 counts in a string (a content string, or a text item), cl100k_base:
+/// what [`text_tokens`] gives for a message whose content is `text`.
+pub fn string_tokens(text: &str, index: usize, memo: &mut TiktokenMemo) -> Result<usize, Ag2Error> {
+    memo.count(OpenAiEncoding::Cl100kBase, text).map_err(|token| Ag2Error::SpecialToken { index, token })
 }
 
 /// AG2's context size of `model` (`token_count_utils.get_max_token_limit`), which caps its
@@ -283,10 +279,12 @@ impl Ag2TokenLimiter {
     }
 
     /// The kept messages, oldest first, of a history of `len` messages read by `read`.
+    /// `memo` remembers the counts and cuts for the next run (AG2 runs on every turn).
     pub fn select<'m, E: From<Ag2Error>>(
         &self,
         len: usize,
         read: &mut dyn FnMut(usize) -> Result<Cow<'m, Message>, E>,
+        memo: &mut TiktokenMemo,
     ) -> Result<Vec<Ag2Kept>, E> {
         let all_kept = || (0..len).map(|index| Ag2Kept { index, changed: None }).collect();
         if let Some(min) = self.min_tokens.filter(|m| *m > 0) {
@@ -294,7 +292,7 @@ impl Ag2TokenLimiter {
             for i in 0..len {
                 let message = read(i)?;
                 if message.content_form != ContentForm::Absent {
-                    total += text_tokens(&message, i)?;
+                    total += text_tokens(&message, i, memo)?;
                 }
             }
             if total < min {
@@ -314,17 +312,17 @@ impl Ag2TokenLimiter {
                 continue;
             }
             if !self.filter.applies_to(&message) {
-                used += text_tokens(&message, i)? as i128;
+                used += text_tokens(&message, i, memo)? as i128;
                 kept.push(Ag2Kept { index: i, changed: None });
                 continue;
             }
             if max - used - per < 0 {
-                let changed = self.cut(&message, i, max - used)?;
+                let changed = self.cut(&message, i, max - used, memo)?;
                 kept.push(Ag2Kept { index: i, changed });
                 break;
             }
-            let changed = self.cut(&message, i, per)?;
-            used += text_tokens(changed.as_ref().unwrap_or(&message), i)? as i128;
+            let changed = self.cut(&message, i, per, memo)?;
+            used += text_tokens(changed.as_ref().unwrap_or(&message), i, memo)? as i128;
             kept.push(Ag2Kept { index: i, changed });
         }
         kept.reverse();
@@ -350,21 +348,19 @@ impl Ag2TokenLimiter {
 
     /// `message` with its text cut to `n` tokens as AG2 cuts it, or `None` if that changes
     /// nothing.
-    fn cut(&self, message: &Message, index: usize, n: i128) -> Result<Option<Message>, Ag2Error> {
-        let cut_text = |text: &str| -> Result<String, Ag2Error> {
-            let encoding = encoding_for_model(&self.model).map_err(Ag2Error::Model)?;
-            if let Some(token) = disallowed_special(encoding, text) {
-                return Err(Ag2Error::SpecialToken { index, token });
-            }
-            // no text has more tokens than bytes; and a text within the limit (counted with
-            // the cached, early-stopping counter) is left whole: nothing to cut
-            if n >= text.len() as i128
-                || (n >= 0
-                    && encoding.count_till_limit(text, usize::try_from(n).unwrap_or(usize::MAX)).is_some())
-            {
-                return Ok(text.to_string());
-            }
-            Ok(truncate_to_tokens(encoding, text, n))
+    fn cut(
+        &self,
+        message: &Message,
+        index: usize,
+        n: i128,
+        memo: &mut TiktokenMemo,
+    ) -> Result<Option<Message>, Ag2Error> {
+        let encoding = encoding_for_model(&self.model).map_err(Ag2Error::Model);
+        let mut cut_text = |text: &str| -> Result<String, Ag2Error> {
+            let cut = memo
+                .cut(encoding.clone()?, text, n)
+                .map_err(|token| Ag2Error::SpecialToken { index, token })?;
+            Ok(cut.unwrap_or_else(|| text.to_string()))
         };
         let mut parts = Vec::with_capacity(message.parts.len());
         let mut changed = false;
@@ -426,8 +422,9 @@ impl Step for Ag2TokenLimiter {
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
         let messages: Vec<Message> = history.messages().iter().map(|m| m.as_ref().clone()).collect();
         let mut read = |i: usize| Ok::<_, Ag2Error>(Cow::Borrowed(&messages[i]));
-        let kept =
-            self.select(messages.len(), &mut read).map_err(|e| StepError::new(self.name(), e.to_string()))?;
+        let kept = self
+            .select(messages.len(), &mut read, &mut TiktokenMemo::new())
+            .map_err(|e| StepError::new(self.name(), e.to_string()))?;
         if kept.len() < history.len() {
             let mut keep = vec![false; history.len()];
             for k in &kept {
@@ -469,10 +466,14 @@ mod tests {
         Ag2TokenLimiter { max_tokens_per_message: per, max_tokens: max, ..Ag2TokenLimiter::default() }
     }
 
+    /// The step's selection, checked to be the same when run again with what the first run
+    /// remembered (as the Python class runs it, turn after turn).
     fn select(step: &Ag2TokenLimiter, input: &[Message]) -> Result<Vec<Message>, Ag2Error> {
         let mut read = |i: usize| Ok::<_, Ag2Error>(Cow::Borrowed(&input[i]));
-        let kept = step.select(input.len(), &mut read)?;
-        Ok(kept.into_iter().map(|k| k.changed.unwrap_or_else(|| input[k.index].clone())).collect())
+        let mut memo = TiktokenMemo::new();
+        let kept = step.select(input.len(), &mut read, &mut memo);
+        assert_eq!(step.select(input.len(), &mut read, &mut memo), kept, "a second run with the memo");
+        Ok(kept?.into_iter().map(|k| k.changed.unwrap_or_else(|| input[k.index].clone())).collect())
     }
 
     fn words(messages: &[Message]) -> Vec<String> {
@@ -581,7 +582,7 @@ mod tests {
         assert_eq!(words(&out), ["one\nfour"]);
         assert!(matches!(&out[0].parts[0], Part::Text(t) if t.extra.is_empty()));
         assert_eq!(out[0].parts[1], input[0].parts[1]);
-        assert_eq!(text_tokens(&input[0], 0), Ok(6));
+        assert_eq!(text_tokens(&input[0], 0, &mut TiktokenMemo::new()), Ok(6));
     }
 
     #[test]

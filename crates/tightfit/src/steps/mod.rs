@@ -53,7 +53,7 @@ mod when;
 
 pub use ag2_history_limiter::Ag2HistoryLimiter;
 pub use ag2_token_limiter::{
-    ag2_token_limit, history_text_tokens, text_tokens, Ag2Error, Ag2Kept, Ag2TokenLimiter, AG2_DEFAULT_MODEL,
+    ag2_token_limit, string_tokens, text_tokens, Ag2Error, Ag2Kept, Ag2TokenLimiter, AG2_DEFAULT_MODEL,
 };
 pub use autogen_context::{
     autogen_skipped_text, buffered as autogen_buffered, head_and_tail as autogen_head_and_tail,

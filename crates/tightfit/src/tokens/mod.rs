@@ -23,6 +23,7 @@ pub mod image;
 pub mod python_text;
 mod schema;
 pub mod tiktoken;
+mod tiktoken_memo;
 
 pub use approximate::{Approximate, LangchainContent, LangchainMessage, Measured};
 pub use autogen_openai::{
@@ -35,6 +36,7 @@ pub use chat::{ChatCounter, Count, Framing, DEFAULT_FILE_TOKENS};
 pub use estimate::{Calibrated, Estimate};
 #[cfg(feature = "hf")]
 pub use hf::HfTokenizer;
+pub use tiktoken_memo::TiktokenMemo;
 
 /// Counts the tokens of a text for one tokenizer.
 ///

@@ -102,7 +102,9 @@ class MessageTokenLimiter:
     prints it), ``max_tokens`` without ``max_tokens_per_message`` keeps only the newest message,
     text spelling a special token raises ``ValueError``, a model tiktoken does not know raises
     ``KeyError`` once a text must be cut. Tool results whose call was cut are dropped rather
-    than left first. Cost: the messages from the newest back to the cut, counted in Rust.
+    than left first. Cost: the messages from the newest back to the cut, counted in Rust; the
+    limiter remembers each text's count and cut (by hash), so on the next turn only the new
+    messages are tokenized.
     """
 
     def __init__(
@@ -137,8 +139,8 @@ class MessageTokenLimiter:
 
     def get_logs(self, pre_transform_messages: Messages, post_transform_messages: Messages) -> tuple[str, bool]:
         """AG2's log line: how many text tokens went."""
-        before = _native.ag2_text_tokens(pre_transform_messages)
-        after = _native.ag2_text_tokens(post_transform_messages)
+        before = self._native.text_tokens(pre_transform_messages)
+        after = self._native.text_tokens(post_transform_messages)
         if after < before:
             return (
                 f"Truncated {before - after} tokens. Number of tokens reduced from {before} to {after}",
