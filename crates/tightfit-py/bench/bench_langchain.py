@@ -79,6 +79,22 @@ def best(f: Callable[[], Any], budget_s: float) -> float:
     return min(times)
 
 
+def agent_loop(trim: Callable[[list[BaseMessage]], Any], full: list[BaseMessage], turns: int = 500, every: int = 1) -> float:
+    """Seconds for `turns` turns of: append the next message, trim the history. With `every`
+    > 1 only every `every`-th turn is trimmed and the time scaled up by `every` (the turns
+    cost about the same each)."""
+    messages = full[: len(full) - turns]
+    elapsed = 0.0
+    for turn, message in enumerate(full[len(full) - turns :], 1):
+        messages.append(message)
+        if turn % every:
+            continue
+        start = time.perf_counter()
+        trim(messages)
+        elapsed += time.perf_counter() - start
+    return elapsed * every
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -120,6 +136,16 @@ def main() -> None:
             t_peer = best(lambda: peer.trim_messages(messages, max_tokens=budget, token_counter=cl100k), per)
             t_ours = best(lambda: ours.trim_messages(messages, max_tokens=budget, token_counter=ours.count_tokens), per)
             print(f"{name:58} {n:>5} {budget:>7} {t_peer * 1e3:>9.3f}ms {t_ours * 1e3:>8.3f}ms {t_peer / t_ours:>6.1f}x")
+    # an agent's turns: the history grows by one message, and is trimmed to 128k again
+    loops = [
+        ("agent loop 500 turns, 'approximate'", 1, dict(token_counter="approximate"), dict(token_counter="approximate")),
+        ("agent loop 500 turns, tiktoken fn vs count_tokens (LangChain: every 25th turn ×25)", 25,
+         dict(token_counter=cl100k), dict(token_counter=ours.count_tokens)),
+    ]
+    for name, every, theirs_kw, ours_kw in loops:
+        t_peer = agent_loop(lambda m: peer.trim_messages(m, max_tokens=128_000, **theirs_kw), full, every=every)
+        t_ours = agent_loop(lambda m: ours.trim_messages(m, max_tokens=128_000, **ours_kw), full)
+        print(f"{name:58} {len(full):>5} {128_000:>7} {t_peer * 1e3:>9.0f}ms {t_ours * 1e3:>8.0f}ms {t_peer / t_ours:>6.1f}x")
     for n in sizes:
         messages = full[:n]
         assert ours.count_tokens_approximately(messages) == peer.count_tokens_approximately(messages)
