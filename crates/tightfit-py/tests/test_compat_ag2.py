@@ -8,7 +8,9 @@ from the shared tool when the second is missing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import inspect
 import os
 import subprocess
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 
 import tightfit
-from conftest import SHARED
+from conftest import SHARED, conformance_cases
 from tightfit.compat import ag2
 
 CALLS = [
@@ -204,6 +206,32 @@ def test_logs_equal_ags(peer: Any) -> None:
         out = ours.apply_transform(messages)
         assert ours.get_logs(messages, out) == theirs.get_logs(messages, out)
         assert ours.get_logs(messages, messages) == theirs.get_logs(messages, messages)
+
+
+def test_token_logs_equal_ags_on_every_corpus_history(peer: Any) -> None:
+    # get_logs counts every message of both lists (content strings borrowed from Python,
+    # other contents converted): on every input of the corpus (list contents, legacy shapes,
+    # special tokens) its answer, or its exception, is AG2's; one limiter per setting, as an
+    # agent keeps it, so later cases are answered from what earlier ones counted
+    ours_by_params: dict[str, Any] = {}
+    compared = 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        for case in conformance_cases("ag2_message_token_limiter.jsonl"):
+            if isinstance(case["output"], dict):
+                continue
+            key = repr(sorted(case["params"].items()))
+            ours = ours_by_params.setdefault(key, ag2.MessageTokenLimiter(**case["params"]))
+            theirs = peer.MessageTokenLimiter(**case["params"])
+            pre, post = case["input"], ours.apply_transform(case["input"])
+            try:
+                expected = theirs.get_logs(pre, post)
+            except Exception as e:  # noqa: BLE001 - ours must raise the same kind
+                with pytest.raises(type(e)):
+                    ours.get_logs(pre, post)
+            else:
+                assert ours.get_logs(pre, post) == expected, case["case_id"]
+            compared += 1
+    assert compared > 500
 
 
 def test_works_inside_transform_messages(peer: Any, capsys: pytest.CaptureFixture[str]) -> None:
