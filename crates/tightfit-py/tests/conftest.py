@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# litellm (swarms counts tokens with it) reads its model table from the package, not the network
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 
 def repo_root() -> Path:
