@@ -8,7 +8,8 @@ the peers installed (``crates/tightfit-py/requirements-test.txt``)::
     maturin develop --release -m crates/tightfit-py/Cargo.toml
     python crates/tightfit-py/bench/bench_all.py [ag2 autogen_core langchain swarms]
 
-It takes about an hour: the peers are slow where the targets say they are. Python's
+It takes about two hours (swarms' side alone about 50 minutes): the peers are slow where the
+targets say they are. Python's
 tiktoken (which the AG2 and autogen-ext peers count with) reads its vocabularies from a cache
 filled by ../shared/tools/tiktoken_cache.py; no download happens.
 """

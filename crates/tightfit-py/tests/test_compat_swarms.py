@@ -1,8 +1,9 @@
 """tightfit.compat.swarms against swarms: the dataclasses and their defaults, disabled
 transforms, middle-out removal, the token and message limits, the model table (from
-tightfit's registry), and the helper functions. The real swarms package is not installed here
-(see the README): the expected outputs marked "swarms 16.0.3" were recorded from it, on
-histories where its token counts and ours lead to the same choice."""
+tightfit's registry), and the helper functions, on small hand-made histories. The expected
+outputs marked "swarms 16.0.3" were recorded from the real package, on histories where its
+token counts and ours lead to the same choice; the comparison with the package itself, on the
+shared corpus, is test_conformance_swarms.py."""
 
 from __future__ import annotations
 
