@@ -21,17 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
-from pathlib import Path
 from typing import Any, Callable
 
-HERE = Path(__file__).resolve()
-SHARED = next(p for p in HERE.parents if (p / "Cargo.toml").is_file() and "[workspace]" in (p / "Cargo.toml").read_text()).parent / "shared"
+from benchkit import SHARED, agent_history, agent_loop, best, fmt
 
 if "TIKTOKEN_CACHE_DIR" not in os.environ:
     cache = tempfile.mkdtemp(prefix="tiktoken-")
@@ -43,49 +39,13 @@ from autogen.agentchat.contrib.capabilities import transforms as peer  # noqa: E
 from tightfit.compat import ag2 as ours  # noqa: E402
 
 
-def history() -> list[dict[str, Any]]:
-    with (SHARED / "data" / "extreme_long.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            if record["id"] == "concat/mini-swe-deepseek/1M":
-                return record["messages"]
-    raise SystemExit("the 1M history is missing from the shared corpus")
-
-
-def best(fn: Callable[[], Any], budget_s: float = 1.5, most: int = 30) -> float:
-    """The best time of `fn` over up to `most` runs within about `budget_s` seconds."""
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < most and (len(times) < 3 or time.perf_counter() - start < budget_s):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def agent_loop(limiter: Any, full: list[dict[str, Any]], turns: int = 500, every: int = 1) -> float:
-    """Seconds for `turns` turns of: append the next message, apply, log. With `every` > 1
-    only every `every`-th turn is run, and the time scaled up by `every` (AG2's turns cost
-    about the same each, and all of them would take half an hour)."""
-    messages = full[: len(full) - turns]
-    elapsed = 0.0
-    for turn, message in enumerate(full[len(full) - turns :], 1):
-        messages.append(message)
-        if turn % every:
-            continue
-        start = time.perf_counter()
-        post = limiter.apply_transform(messages)
-        limiter.get_logs(messages, post)
-        elapsed += time.perf_counter() - start
-    return elapsed * every
-
-
-def fmt(seconds: float) -> str:
-    return f"{seconds * 1e3:9.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} µs"
+def limit_and_log(limiter: Any) -> Callable[[list[dict[str, Any]]], Any]:
+    """One AG2 turn of `limiter`, as ``TransformMessages`` runs it: apply, then log."""
+    return lambda messages: limiter.get_logs(messages, limiter.apply_transform(messages))
 
 
 def main() -> None:
-    full = history()
+    full = agent_history()
     sizes = [100, 1000, len(full)]
     rows: list[tuple[str, int, float, float]] = []
     quiet = contextlib.redirect_stdout(io.StringIO())
@@ -119,8 +79,8 @@ def main() -> None:
         for budget in (32_000, 128_000):
             kwargs = dict(max_tokens=budget, max_tokens_per_message=2000, model="gpt-4o")
             rows.append((f"agent loop: 500 turns, MessageTokenLimiter({budget // 1000}k) + get_logs", len(full),
-                         agent_loop(peer.MessageTokenLimiter(**kwargs), full, every=25),
-                         agent_loop(ours.MessageTokenLimiter(**kwargs), full)))
+                         agent_loop(limit_and_log(peer.MessageTokenLimiter(**kwargs)), full, every=25),
+                         agent_loop(limit_and_log(ours.MessageTokenLimiter(**kwargs)), full)))
     print(f"{'operation':<62} {'msgs':>6} {'AG2':>12} {'tightfit':>12} {'AG2/ours':>9}")
     for name, n, theirs, mine in rows:
         print(f"{name:<62} {n:>6} {fmt(theirs):>12} {fmt(mine):>12} {theirs / mine:>8.1f}×")

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,18 +26,11 @@ from langchain_core.messages import utils as peer
 
 from tightfit.compat import langchain as ours
 
-ROOT = next(p for p in Path(__file__).resolve().parents if (p / "Cargo.toml").is_file() and "[workspace]" in (p / "Cargo.toml").read_text())
-SHARED = ROOT.parent / "shared"
-HISTORY = "concat/mini-swe-deepseek/1M"
+from benchkit import HISTORY, SHARED, agent_history, agent_loop, best
 
 
 def history() -> list[BaseMessage]:
-    with (SHARED / "data" / "extreme_long.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            if record["id"] == HISTORY:
-                return convert_to_messages(record["messages"])
-    raise SystemExit(f"{HISTORY} not found")
+    return convert_to_messages(agent_history())
 
 
 def tiktoken_counter() -> Callable[[list[BaseMessage]], int]:
@@ -66,33 +58,6 @@ def tiktoken_counter() -> Callable[[list[BaseMessage]], int]:
         return total
 
     return count
-
-
-def best(f: Callable[[], Any], budget_s: float) -> float:
-    """The best of several runs, in seconds (at least 3 runs, more while under budget_s)."""
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < 3 or (time.perf_counter() - start < budget_s and len(times) < 200):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def agent_loop(trim: Callable[[list[BaseMessage]], Any], full: list[BaseMessage], turns: int = 500, every: int = 1) -> float:
-    """Seconds for `turns` turns of: append the next message, trim the history. With `every`
-    > 1 only every `every`-th turn is trimmed and the time scaled up by `every` (the turns
-    cost about the same each)."""
-    messages = full[: len(full) - turns]
-    elapsed = 0.0
-    for turn, message in enumerate(full[len(full) - turns :], 1):
-        messages.append(message)
-        if turn % every:
-            continue
-        start = time.perf_counter()
-        trim(messages)
-        elapsed += time.perf_counter() - start
-    return elapsed * every
 
 
 def main() -> None:

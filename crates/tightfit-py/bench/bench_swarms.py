@@ -25,15 +25,11 @@ to a temporary directory, so nothing is downloaded or written beside the script.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
-import time
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-HERE = Path(__file__).resolve()
-SHARED = next(p for p in HERE.parents if (p / "Cargo.toml").is_file() and "[workspace]" in (p / "Cargo.toml").read_text()).parent / "shared"
+from benchkit import agent_history, agent_loop, best, fmt
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("WORKSPACE_DIR", tempfile.mkdtemp(prefix="swarms-workspace-"))
@@ -49,53 +45,8 @@ logger.disable("swarms")  # its warnings (one per empty message counted) would b
 peer.llm_backend.backend_module()  # import litellm before timing
 
 
-def history() -> list[dict[str, Any]]:
-    with (SHARED / "data" / "extreme_long.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            if record["id"] == "concat/mini-swe-deepseek/1M":
-                return record["messages"]
-    raise SystemExit("the 1M history is missing from the shared corpus")
-
-
-def best(fn: Callable[[], Any], budget_s: float = 1.5, most: int = 30) -> float:
-    """The best time of `fn` over up to `most` runs within about `budget_s` seconds (one run
-    when it takes longer than that, three at least otherwise)."""
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < most and (len(times) < 3 or time.perf_counter() - start < budget_s):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-        if times[0] > budget_s:
-            break
-    return min(times)
-
-
 def transforms(module: Any, **config: Any) -> Any:
     return module.MessageTransforms(module.TransformConfig(enabled=True, model_name="gpt-4o", **config))
-
-
-def agent_loop(module: Any, full: list[dict[str, Any]], turns: int = 500, every: int = 1) -> float:
-    """Seconds for `turns` turns of: append the next message, transform at 128k. With `every`
-    > 1 only every `every`-th turn is run, and the time scaled up by `every`."""
-    messages = full[: len(full) - turns]
-    transform = transforms(module, max_tokens=128_000)
-    elapsed = 0.0
-    for turn, message in enumerate(full[len(full) - turns :], 1):
-        messages.append(message)
-        if turn % every:
-            continue
-        start = time.perf_counter()
-        transform.transform_messages(messages)
-        elapsed += time.perf_counter() - start
-    return elapsed * every
-
-
-def fmt(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:9.2f} s "
-    return f"{seconds * 1e3:9.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:9.1f} µs"
 
 
 def main() -> None:
@@ -103,7 +54,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=100, help="swarms' agent loop: time every N-th turn, times N")
     parser.add_argument("--quick", action="store_true", help="100 and 1,000 messages only, no agent loop")
     args = parser.parse_args()
-    full = history()
+    full = agent_history()
     sizes = [100, 1000] + ([] if args.quick else [len(full)])
     operations = [(f"transform_messages, max_tokens={b // 1000}k", {"max_tokens": b}) for b in (4_000, 32_000, 128_000)]
     operations.append(("transform_messages, max_messages=100", {"max_messages": 100}))
@@ -116,7 +67,8 @@ def main() -> None:
             print(f"  {name} on {n} messages: swarms {fmt(rows[-1][2]).strip()}", flush=True)
     if not args.quick:
         rows.append((f"agent loop: 500 turns at 128k (swarms: every {args.every}th, ×{args.every})", len(full),
-                     agent_loop(peer, full, every=args.every), agent_loop(ours, full)))
+                     agent_loop(transforms(peer, max_tokens=128_000).transform_messages, full, every=args.every),
+                     agent_loop(transforms(ours, max_tokens=128_000).transform_messages, full)))
     print(f"{'operation':<62} {'msgs':>6} {'swarms':>12} {'tightfit':>12} {'swarms/ours':>11}")
     for name, n, theirs, mine in rows:
         print(f"{name:<62} {n:>6} {fmt(theirs):>12} {fmt(mine):>12} {theirs / mine:>10.1f}×")
