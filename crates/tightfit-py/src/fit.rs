@@ -3,7 +3,9 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use tightfit::fit::Target;
+use std::sync::Mutex;
+
+use tightfit::fit::{Fitter, Target};
 use tightfit::models::Registry;
 
 use crate::convert::to_python;
@@ -53,8 +55,65 @@ pub(crate) fn fit(
     reserve_output: Option<u64>,
     format: Option<&str>,
 ) -> PyResult<FitResult> {
-    let raw = RawInput::read(messages, tools, format)?;
-    let pipeline = pipeline.map(|p| p.get().inner.clone());
+    let request = Request { model, budget, pipeline, tools, reserve_output, format };
+    fit_with(py, &Mutex::new(Fitter::new()), messages, request)
+}
+
+/// A fitter that remembers the token counts of the messages it has fitted (by content hash),
+/// for an agent loop: refitting a history that grew by a message tokenizes that message only.
+/// Safe to share between threads (one fit at a time uses the memory; another waits with the
+/// GIL released). Memory: about 40 bytes per distinct message; a fit for another model's
+/// counter starts it again.
+#[pyclass(frozen, module = "tightfit", name = "Fitter")]
+pub(crate) struct PyFitter {
+    inner: Mutex<Fitter>,
+}
+
+#[pymethods]
+impl PyFitter {
+    #[new]
+    fn new() -> PyFitter {
+        PyFitter { inner: Mutex::new(Fitter::new()) }
+    }
+
+    /// `tightfit.fit`, with the counts this fitter remembers.
+    #[pyo3(signature = (messages, model = "gpt-4o", *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fit(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        model: &str,
+        budget: Option<usize>,
+        pipeline: Option<&Bound<'_, PyPipeline>>,
+        tools: Option<&Bound<'_, PyAny>>,
+        reserve_output: Option<u64>,
+        format: Option<&str>,
+    ) -> PyResult<FitResult> {
+        let request = Request { model, budget, pipeline, tools, reserve_output, format };
+        fit_with(py, &self.inner, messages, request)
+    }
+}
+
+/// The arguments of a fit besides the messages.
+struct Request<'a, 'py> {
+    model: &'a str,
+    budget: Option<usize>,
+    pipeline: Option<&'a Bound<'py, PyPipeline>>,
+    tools: Option<&'a Bound<'py, PyAny>>,
+    reserve_output: Option<u64>,
+    format: Option<&'a str>,
+}
+
+fn fit_with(
+    py: Python<'_>,
+    fitter: &Mutex<Fitter>,
+    messages: &Bound<'_, PyAny>,
+    request: Request<'_, '_>,
+) -> PyResult<FitResult> {
+    let raw = RawInput::read(messages, request.tools, request.format)?;
+    let pipeline = request.pipeline.map(|p| p.get().inner.clone());
+    let (model, budget, reserve_output) = (request.model, request.budget, request.reserve_output);
     let (report, plan) = py.detach(|| {
         guard(|| {
             let model = Registry::embedded().lookup(model)?;
@@ -63,7 +122,15 @@ pub(crate) fn fit(
             if let Some(budget) = budget {
                 target = target.with_budget(budget);
             }
-            let fitted = tightfit::fit(&conversation, &target, pipeline.as_deref())?;
+            // the lock is taken with the GIL released, so a thread waiting for it never
+            // holds what the holder needs; a panic mid-fit leaves counts that may be half
+            // written: start again
+            let mut fitter = fitter.lock().unwrap_or_else(|poisoned| {
+                let mut fitter = poisoned.into_inner();
+                *fitter = Fitter::new();
+                fitter
+            });
+            let fitted = fitter.fit(&conversation, &target, pipeline.as_deref())?;
             Ok::<_, Failure>((fitted.report, fitted.plan))
         })
     })?;

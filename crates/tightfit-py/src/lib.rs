@@ -28,6 +28,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<pipeline::PyPipeline>()?;
     m.add_class::<fit::FitResult>()?;
+    m.add_class::<fit::PyFitter>()?;
     m.add_class::<report::PyReport>()?;
     m.add_class::<report::PyPlan>()?;
     m.add_class::<count::PyCount>()?;

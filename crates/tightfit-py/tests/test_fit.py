@@ -92,3 +92,36 @@ def test_anthropic_histories_stay_anthropic_and_valid() -> None:
     assert result.report.compressed_token_count <= 3_000
     assert tightfit.validate(result.messages, "anthropic") == []
     assert result.messages[-1] is messages[-1]
+
+
+def test_a_fitter_answers_as_fit_turn_after_turn_and_model_after_model() -> None:
+    # an agent loop on a real history: each turn appends a message and refits; the fitter's
+    # remembered counts must never change an answer, also when the model (and so the
+    # counter) changes between turns
+    full = extreme("concat/tau-bench-airline/250k")
+    fitter = tightfit.Fitter()
+    messages = list(full[:1_500])
+    for turn, message in enumerate(full[1_500:1_560]):
+        messages.append(message)
+        model = "gpt-4o" if turn % 3 else "gpt-4"
+        budget = 8_000 if model == "gpt-4" else 30_000
+        remembered = fitter.fit(messages, model, budget=budget)
+        fresh = tightfit.fit(messages, model, budget=budget)
+        assert remembered.messages == fresh.messages, turn
+        inputs = {id(m) for m in messages}
+        assert all(a is b for a, b in zip(remembered.messages, fresh.messages) if id(b) in inputs), "the caller's dicts"
+        for key in ("original_token_count", "compressed_token_count", "compressed_message_count"):
+            assert getattr(remembered.report, key) == getattr(fresh.report, key), (turn, key)
+        assert remembered.plan.to_json() == fresh.plan.to_json()
+    assert messages[:1_500] == full[:1_500], "the input is not mutated"
+
+
+def test_a_fitter_is_shared_by_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    history = extreme("concat/tau-bench-airline/250k")[:800]
+    fitter = tightfit.Fitter()
+    budgets = [4_000, 16_000, 64_000] * 4
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda b: fitter.fit(history, "gpt-4o", budget=b).report.compressed_token_count, budgets))
+    assert results == [tightfit.fit(history, "gpt-4o", budget=b).report.compressed_token_count for b in budgets]

@@ -65,6 +65,7 @@ __all__ = [
     "acount",
     "fit",
     "afit",
+    "Fitter",
     "validate",
     "Count",
     "FitResult",
@@ -160,6 +161,39 @@ def fit(
         reserve_output=reserve_output,
         format=format,
     )
+
+
+class Fitter:
+    """:func:`fit` that remembers the token counts of the messages it has fitted, for an agent
+    loop: refitting a history that grew by one message tokenizes that message only (the others
+    cost a hash). Same arguments and results as :func:`fit`; one fitter may serve several
+    threads and models (a fit for another model's counter starts its memory again). Memory:
+    about 40 bytes per distinct message."""
+
+    def __init__(self) -> None:
+        self._native = _native.Fitter()
+
+    def fit(
+        self,
+        messages: Messages,
+        model: str = "gpt-4o",
+        *,
+        budget: int | None = None,
+        pipeline: PipelineLike = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        reserve_output: int | None = None,
+        format: str | None = None,
+    ) -> FitResult:
+        """:func:`fit`, with what this fitter remembers."""
+        return self._native.fit(
+            messages,
+            model,
+            budget=budget,
+            pipeline=_pipeline(pipeline),
+            tools=tools,
+            reserve_output=reserve_output,
+            format=format,
+        )
 
 
 async def acount(

@@ -119,6 +119,22 @@ def fit(
     reserve_output: int | None = None,
     format: str | None = None,
 ) -> FitResult: ...
+class Fitter:
+    """``fit`` remembering the token counts of the messages it has fitted."""
+
+    def __init__(self) -> None: ...
+    def fit(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        model: str = "gpt-4o",
+        *,
+        budget: int | None = None,
+        pipeline: Pipeline | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        reserve_output: int | None = None,
+        format: str | None = None,
+    ) -> FitResult: ...
+
 def count(
     messages: Sequence[Mapping[str, Any]],
     model: str = "gpt-4o",

@@ -139,6 +139,9 @@ class MessageTransforms:
 
     def __init__(self, config: TransformConfig) -> None:
         self.config = config
+        # swarms' agents transform the whole history on every turn: the fitter remembers
+        # each message's tokens, so a turn tokenizes only what is new
+        self._fitter = tightfit.Fitter()
 
     def _pipeline(self, messages: Sequence[Dict[str, Any]]) -> tightfit.Pipeline:
         config = self.config
@@ -177,7 +180,7 @@ class MessageTransforms:
         if not self.config.enabled or not messages:
             total = _count(messages, model)
             return TransformResult(messages, total, total, len(messages), len(messages), 1.0, False)
-        result = tightfit.fit(
+        result = self._fitter.fit(
             messages, model, budget=self.config.max_tokens or None, pipeline=self._pipeline(messages)
         )
         report = result.report
