@@ -1,10 +1,11 @@
-//! `tightfit.fit`: the engine's `fit` with the GIL released, its messages handed back as the
-//! caller's own dicts wherever the engine left a message unchanged.
+//! `tightfit.Fitter` (and so `tightfit.fit`, a new fitter's): the engine's `Fitter` with the
+//! GIL released, its messages handed back as the caller's own dicts wherever the engine left a
+//! message unchanged.
+
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use std::sync::Mutex;
-
 use tightfit::fit::{Fitter, Target};
 use tightfit::models::Registry;
 
@@ -36,29 +37,6 @@ impl FitResult {
     }
 }
 
-/// Fits `messages` to `model`'s window (or `budget`) with `pipeline` (the default ladder when
-/// `None`).
-///
-/// Costs, in order: a walk of the Python data to JSON (GIL held), then parse, count, fit,
-/// validate and the JSON of the changed messages (GIL released: other Python threads run),
-/// then one dict built per changed message (GIL held). Unchanged messages are not copied back.
-#[pyfunction]
-#[pyo3(signature = (messages, model = "gpt-4o", *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fit(
-    py: Python<'_>,
-    messages: &Bound<'_, PyAny>,
-    model: &str,
-    budget: Option<usize>,
-    pipeline: Option<&Bound<'_, PyPipeline>>,
-    tools: Option<&Bound<'_, PyAny>>,
-    reserve_output: Option<u64>,
-    format: Option<&str>,
-) -> PyResult<FitResult> {
-    let request = Request { model, budget, pipeline, tools, reserve_output, format };
-    fit_with(py, &Mutex::new(Fitter::new()), messages, request)
-}
-
 /// A fitter that remembers the token counts of the messages it has fitted (by content hash),
 /// for an agent loop: refitting a history that grew by a message tokenizes that message only.
 /// Safe to share between threads (one fit at a time uses the memory; another waits with the
@@ -76,7 +54,13 @@ impl PyFitter {
         PyFitter { inner: Mutex::new(Fitter::new()) }
     }
 
-    /// `tightfit.fit`, with the counts this fitter remembers.
+    /// Fits `messages` to `model`'s window (or `budget`) with `pipeline` (the default ladder
+    /// when `None`), with the counts this fitter remembers; `tightfit.fit` is a new fitter's.
+    ///
+    /// Costs, in order: a walk of the Python data to JSON (GIL held), then parse, count, fit,
+    /// validate and the JSON of the changed messages (GIL released: other Python threads
+    /// run), then one dict built per changed message (GIL held). Unchanged messages are not
+    /// copied back.
     #[pyo3(signature = (messages, model = "gpt-4o", *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
@@ -90,63 +74,43 @@ impl PyFitter {
         reserve_output: Option<u64>,
         format: Option<&str>,
     ) -> PyResult<FitResult> {
-        let request = Request { model, budget, pipeline, tools, reserve_output, format };
-        fit_with(py, &self.inner, messages, request)
-    }
-}
-
-/// The arguments of a fit besides the messages.
-struct Request<'a, 'py> {
-    model: &'a str,
-    budget: Option<usize>,
-    pipeline: Option<&'a Bound<'py, PyPipeline>>,
-    tools: Option<&'a Bound<'py, PyAny>>,
-    reserve_output: Option<u64>,
-    format: Option<&'a str>,
-}
-
-fn fit_with(
-    py: Python<'_>,
-    fitter: &Mutex<Fitter>,
-    messages: &Bound<'_, PyAny>,
-    request: Request<'_, '_>,
-) -> PyResult<FitResult> {
-    let raw = RawInput::read(messages, request.tools, request.format)?;
-    let pipeline = request.pipeline.map(|p| p.get().inner.clone());
-    let (model, budget, reserve_output) = (request.model, request.budget, request.reserve_output);
-    let (report, plan) = py.detach(|| {
-        guard(|| {
-            let model = Registry::embedded().lookup(model)?;
-            let conversation = raw.parse()?;
-            let mut target = Target::for_model(model, reserve_output);
-            if let Some(budget) = budget {
-                target = target.with_budget(budget);
-            }
-            // the lock is taken with the GIL released, so a thread waiting for it never
-            // holds what the holder needs; a panic mid-fit leaves counts that may be half
-            // written: start again
-            let mut fitter = fitter.lock().unwrap_or_else(|poisoned| {
-                let mut fitter = poisoned.into_inner();
-                *fitter = Fitter::new();
-                fitter
-            });
-            let fitted = fitter.fit(&conversation, &target, pipeline.as_deref())?;
-            Ok::<_, Failure>((fitted.report, fitted.plan))
-        })
-    })?;
-    let out = PyList::empty(py);
-    for entry in &plan.output {
-        match (&entry.message, entry.input) {
-            (Some(message), _) => out.append(to_python(py, message)?)?,
-            (None, Some(i)) => out.append(messages.get_item(i)?)?,
-            (None, None) => {
-                return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
+        let raw = RawInput::read(messages, tools, format)?;
+        let pipeline = pipeline.map(|p| p.get().inner.clone());
+        let fitter = &self.inner;
+        let (report, plan) = py.detach(|| {
+            guard(|| {
+                let model = Registry::embedded().lookup(model)?;
+                let conversation = raw.parse()?;
+                let mut target = Target::for_model(model, reserve_output);
+                if let Some(budget) = budget {
+                    target = target.with_budget(budget);
+                }
+                // the lock is taken with the GIL released, so a thread waiting for it never
+                // holds what the holder needs; a panic mid-fit leaves counts that may be half
+                // written: start again
+                let mut fitter = fitter.lock().unwrap_or_else(|poisoned| {
+                    let mut fitter = poisoned.into_inner();
+                    *fitter = Fitter::new();
+                    fitter
+                });
+                let fitted = fitter.fit(&conversation, &target, pipeline.as_deref())?;
+                Ok::<_, Failure>((fitted.report, fitted.plan))
+            })
+        })?;
+        let out = PyList::empty(py);
+        for entry in &plan.output {
+            match (&entry.message, entry.input) {
+                (Some(message), _) => out.append(to_python(py, message)?)?,
+                (None, Some(i)) => out.append(messages.get_item(i)?)?,
+                (None, None) => {
+                    return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
+                }
             }
         }
+        Ok(FitResult {
+            messages: out.unbind(),
+            report: Py::new(py, PyReport::from(report))?,
+            plan: Py::new(py, PyPlan::from(plan))?,
+        })
     }
-    Ok(FitResult {
-        messages: out.unbind(),
-        report: Py::new(py, PyReport::from(report))?,
-        plan: Py::new(py, PyPlan::from(plan))?,
-    })
 }

@@ -35,7 +35,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<validate::Violation>()?;
     m.add_class::<autogen::PyAutogenContext>()?;
     m.add_class::<autogen::PyAutogenHistory>()?;
-    m.add_function(wrap_pyfunction!(fit::fit, m)?)?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;
     m.add_function(wrap_pyfunction!(validate::validate, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;

@@ -152,14 +152,8 @@ def fit(
     only while still over budget. Raises :class:`CannotFit` when even what must be kept (the
     system prompt, the newest user turn) is over the budget.
     """
-    return _native.fit(
-        messages,
-        model,
-        budget=budget,
-        pipeline=_pipeline(pipeline),
-        tools=tools,
-        reserve_output=reserve_output,
-        format=format,
+    return Fitter().fit(
+        messages, model, budget=budget, pipeline=pipeline, tools=tools, reserve_output=reserve_output, format=format
     )
 
 

@@ -109,16 +109,6 @@ class Violation:
     @property
     def reason(self) -> str: ...
 
-def fit(
-    messages: Sequence[Mapping[str, Any]],
-    model: str = "gpt-4o",
-    *,
-    budget: int | None = None,
-    pipeline: Pipeline | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    reserve_output: int | None = None,
-    format: str | None = None,
-) -> FitResult: ...
 class Fitter:
     """``fit`` remembering the token counts of the messages it has fitted."""
 
