@@ -8,14 +8,12 @@
 
 #![forbid(unsafe_code)]
 
-mod ag2;
-mod autogen;
+mod compat;
 mod convert;
 mod count;
 mod errors;
 mod fit;
 mod input;
-mod langchain;
 mod pipeline;
 mod report;
 mod validate;
@@ -33,17 +31,18 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::PyPlan>()?;
     m.add_class::<count::PyCount>()?;
     m.add_class::<validate::Violation>()?;
-    m.add_class::<autogen::PyAutogenContext>()?;
-    m.add_class::<autogen::PyAutogenHistory>()?;
+    m.add_class::<compat::autogen::PyAutogenContext>()?;
+    m.add_class::<compat::autogen::PyAutogenHistory>()?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;
     m.add_function(wrap_pyfunction!(validate::validate, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
-    m.add_class::<ag2::PyAg2HistoryLimiter>()?;
-    m.add_class::<ag2::PyAg2TokenLimiter>()?;
-    m.add_function(wrap_pyfunction!(ag2::apply_steps, m)?)?;
-    m.add_function(wrap_pyfunction!(langchain::langchain_trim, m)?)?;
-    m.add_function(wrap_pyfunction!(langchain::langchain_count_approximately, m)?)?;
-    m.add_function(wrap_pyfunction!(langchain::langchain_count_model, m)?)?;
+    m.add_class::<compat::ag2::PyAg2HistoryLimiter>()?;
+    m.add_class::<compat::ag2::PyAg2TokenLimiter>()?;
+    m.add_function(wrap_pyfunction!(compat::ag2::apply_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(compat::langchain::langchain_trim, m)?)?;
+    m.add_function(wrap_pyfunction!(compat::swarms::swarms_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(compat::langchain::langchain_count_approximately, m)?)?;
+    m.add_function(wrap_pyfunction!(compat::langchain::langchain_count_model, m)?)?;
     Ok(())
 }

@@ -139,5 +139,5 @@ pub(crate) fn check_step(config: &Bound<'_, PyAny>) -> PyResult<()> {
 /// The step names configuration accepts, ours with their peers' aliases.
 #[pyfunction]
 pub(crate) fn step_names() -> Vec<(&'static str, Vec<&'static str>)> {
-    config::STEP_NAMES.iter().map(|(ours, aliases)| (*ours, aliases.to_vec())).collect()
+    config::step_kinds().map(|kind| (kind.name, kind.aliases.to_vec())).collect()
 }

@@ -23,6 +23,7 @@
 //! ```
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::format::{Conversation, Format};
 use crate::history::{History, Keep};
@@ -34,7 +35,7 @@ use crate::presets;
 use crate::repair::{repair, Repair};
 use crate::report::Report;
 use crate::steps::{StepContext, StepError};
-use crate::tokens::{ChatCounter, CountCache};
+use crate::tokens::{ChatCounter, CountCache, TokenCounter};
 use crate::validate::{validate, Violation};
 
 /// The output tokens reserved when neither the request nor the caller says: the model's
@@ -148,11 +149,87 @@ impl Fitted<'_> {
     }
 }
 
-/// Options of a run beyond its target.
+/// Options of a [`Fitter`] beyond each call's target.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// How a broken input is repaired.
     pub repair: Repair,
+}
+
+/// What a run does around its steps: the one place that decides whether a history is
+/// counted, repaired, held to a budget and validated. [`fit`], [`Fitter::fit`], the peers'
+/// transforms and the Python package all run pipelines through [`Fitter::run`] with one of
+/// these.
+///
+/// Built from [`RunOptions::fit`] (everything on), [`RunOptions::transform`] (no budget) or
+/// [`RunOptions::steps_only`] (the steps and nothing else), then the `with_*` setters.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// The call's budget, as the steps see it (`None`: the steps' own limits decide).
+    pub budget: Option<usize>,
+    /// Whether the output must be within `budget`, or the run fails with
+    /// [`FitError::CannotFit`].
+    pub enforce_budget: bool,
+    /// The model's context window, if known (for conditions on a fraction of it).
+    pub window: Option<usize>,
+    /// The provider whose rules apply; the conversation's own format if `None`.
+    pub provider: Option<Format>,
+    /// How a broken input is repaired before the steps; `None` leaves it as it came (a peer's
+    /// transform passes its input's faults through).
+    pub repair: Option<Repair>,
+    /// Whether the output is checked against the provider's rules ([`FitError::Invalid`]).
+    pub validate: bool,
+    /// Whether messages are tokenized. Off, every text counts as 0 tokens (framing still
+    /// counts), for steps that never read a count: the run then costs no tokenizer pass, and
+    /// the report's token figures mean nothing.
+    pub count: bool,
+}
+
+impl RunOptions {
+    /// Everything `fit` does: `budget` held, a broken input repaired, the output validated.
+    pub fn fit(budget: usize) -> RunOptions {
+        RunOptions {
+            budget: Some(budget),
+            enforce_budget: true,
+            window: None,
+            provider: None,
+            repair: Some(Repair::default()),
+            validate: true,
+            count: true,
+        }
+    }
+
+    /// The steps' own limits decide (AG2-style transforms); the input is still repaired and
+    /// the output validated.
+    pub fn transform() -> RunOptions {
+        RunOptions { budget: None, enforce_budget: false, ..RunOptions::fit(0) }
+    }
+
+    /// The steps alone: no budget, no repair, no validation, no token counts.
+    pub fn steps_only() -> RunOptions {
+        RunOptions { repair: None, validate: false, count: false, ..RunOptions::transform() }
+    }
+
+    /// The same options with a budget the steps see, not enforced (see [`RunOptions::fit`]).
+    pub fn with_budget(self, budget: Option<usize>) -> RunOptions {
+        RunOptions { budget, ..self }
+    }
+
+    /// The same options with the model's window.
+    pub fn with_window(self, window: Option<usize>) -> RunOptions {
+        RunOptions { window, ..self }
+    }
+
+    /// The same options for `provider`'s rules.
+    pub fn with_provider(self, provider: Format) -> RunOptions {
+        RunOptions { provider: Some(provider), ..self }
+    }
+
+    /// The same options with another repair (`None`: none).
+    pub fn with_repair(self, repair: Option<Repair>) -> RunOptions {
+        RunOptions { repair, ..self }
+    }
 }
 
 /// Fits `conversation` to `target` with `pipeline`, or with the default ladder
@@ -163,17 +240,6 @@ pub fn fit<'a>(
     pipeline: Option<&Pipeline>,
 ) -> Result<Fitted<'a>, FitError> {
     Fitter::new().fit(conversation, target, pipeline)
-}
-
-/// Runs `pipeline` over `conversation` without a budget check: the steps' own limits decide
-/// (AG2-style transforms). The output is still repaired and valid.
-pub fn transform<'a>(
-    conversation: &'a Conversation,
-    counter: &ChatCounter,
-    pipeline: &Pipeline,
-    cx: StepContext,
-) -> Result<Fitted<'a>, FitError> {
-    Fitter::new().run(conversation, counter, Some(pipeline), cx, false)
 }
 
 /// Fits histories and remembers their token counts, so fitting a history that grew by one
@@ -202,30 +268,39 @@ impl Fitter {
         target: &Target,
         pipeline: Option<&Pipeline>,
     ) -> Result<Fitted<'a>, FitError> {
-        let cx = StepContext {
-            budget: Some(target.budget),
-            window: target.window,
-            provider: target.provider.unwrap_or(conversation.format),
-        };
-        self.run(conversation, &target.counter, pipeline, cx, true)
+        let mut options = RunOptions::fit(target.budget)
+            .with_window(target.window)
+            .with_repair(Some(self.options.repair.clone()));
+        options.provider = target.provider;
+        self.run(conversation, &target.counter, pipeline, &options)
     }
 
-    fn run<'a>(
+    /// Runs `pipeline` (the default ladder when `None`) over `conversation`, counted with
+    /// `counter`, doing around the steps what `options` says. Unchanged messages are borrowed
+    /// from the input, which is never changed.
+    pub fn run<'a>(
         &mut self,
         conversation: &'a Conversation,
         counter: &ChatCounter,
         pipeline: Option<&Pipeline>,
-        cx: StepContext,
-        check_budget: bool,
+        options: &RunOptions,
     ) -> Result<Fitted<'a>, FitError> {
+        let provider = options.provider.unwrap_or(conversation.format);
+        let cx = StepContext::new(provider).with_budget(options.budget).with_window(options.window);
         let input = conversation.messages.as_slice();
-        let cache = std::mem::take(&mut self.cache);
-        let mut history = History::new(input, conversation.tools.as_deref(), counter, cache, cx.provider);
-        let (tokens_before, messages_before) = (history.total_tokens(), history.len());
-        let repairs = if validate(input, cx.provider).is_empty() {
-            Vec::new()
+        let uncounted;
+        let (counter, cache) = if options.count {
+            (counter, std::mem::take(&mut self.cache))
         } else {
-            repair(&mut history, &self.options.repair)
+            // counts of nothing are not worth remembering
+            uncounted = ChatCounter::new(Arc::new(Uncounted), counter.framing());
+            (&uncounted, CountCache::new())
+        };
+        let mut history = History::new(input, conversation.tools.as_deref(), counter, cache, provider);
+        let (tokens_before, messages_before) = (history.total_tokens(), history.len());
+        let repairs = match &options.repair {
+            Some(how) if !validate(input, provider).is_empty() => repair(&mut history, how),
+            _ => Vec::new(),
         };
         let ladder;
         let pipeline = match pipeline {
@@ -237,23 +312,27 @@ impl Fitter {
         };
         let result = pipeline.run(&mut history, &cx);
         let outcome = result.map_err(FitError::from).and_then(|steps| {
-            if check_budget {
-                check_within(&history, cx.budget.unwrap_or(usize::MAX))?;
+            if let (Some(budget), true) = (options.budget, options.enforce_budget) {
+                check_within(&history, budget)?;
             }
-            let violations = validate(history.messages(), cx.provider);
-            if let Some(first) = violations.first() {
-                return Err(FitError::Invalid {
-                    provider: cx.provider.as_str().to_string(),
-                    first: first.to_string(),
-                    count: violations.len(),
-                    violations,
-                });
+            if options.validate {
+                let violations = validate(history.messages(), provider);
+                if let Some(first) = violations.first() {
+                    return Err(FitError::Invalid {
+                        provider: provider.as_str().to_string(),
+                        first: first.to_string(),
+                        count: violations.len(),
+                        violations,
+                    });
+                }
             }
             Ok(steps)
         });
         let total = history.total_tokens();
         let (messages, plan, cache) = history.finish(input);
-        self.cache = cache;
+        if options.count {
+            self.cache = cache;
+        }
         let steps = outcome?;
         let report = Report {
             original_token_count: tokens_before,
@@ -268,6 +347,19 @@ impl Fitter {
             repairs,
         };
         Ok(Fitted { messages, report, plan })
+    }
+}
+
+/// The text counter of a run that does not count: every text is 0 tokens.
+struct Uncounted;
+
+impl TokenCounter for Uncounted {
+    fn name(&self) -> &str {
+        "uncounted"
+    }
+
+    fn count(&self, _text: &str) -> usize {
+        0
     }
 }
 

@@ -25,12 +25,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "compat")]
+pub mod compat;
 pub mod config;
 pub mod fit;
 pub mod format;
 pub mod history;
 pub mod message;
 pub mod models;
+mod params;
 pub mod pipeline;
 pub mod plan;
 pub mod presets;
@@ -42,7 +45,7 @@ pub mod tokens;
 pub mod units;
 pub mod validate;
 
-pub use fit::{fit, FitError, Fitted, Fitter, Target};
+pub use fit::{fit, FitError, Fitted, Fitter, RunOptions, Target};
 pub use format::{Conversation, Format, FormatError};
 pub use message::{Message, Part, Role};
 pub use pipeline::Pipeline;

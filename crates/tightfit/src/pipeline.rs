@@ -53,7 +53,7 @@ impl Pipeline {
     /// Runs every step on `history` in order and returns one log entry per step that changed
     /// something. After each step the history is put back in the provider's shape (for
     /// Anthropic: turns that a selection left next to a turn of the same role are merged).
-    pub fn run(&self, history: &mut History<'_>, cx: &StepContext) -> Result<Vec<StepLog>, StepError> {
+    pub fn run(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<Vec<StepLog>, StepError> {
         let mut logs = Vec::new();
         for step in &self.steps {
             history.set_step(step.name());

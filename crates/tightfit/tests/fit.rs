@@ -5,7 +5,7 @@ use std::borrow::Borrow;
 
 use serde_json::json;
 use tightfit::config::{self, Syntax};
-use tightfit::fit::{fit, FitError, Fitter, Options, Target};
+use tightfit::fit::{fit, FitError, Fitter, Options, RunOptions, Target};
 use tightfit::format::{
     self, convert, messages_to_value, parse_str, parse_value, Conversation, Format, FormatHint,
 };
@@ -329,13 +329,8 @@ fn the_same_pipeline_loads_from_yaml_toml_and_json() {
         {"role": "assistant", "content": "4"}
     ]));
     let run = |pipeline: &Pipeline| {
-        let out = tightfit::fit::transform(
-            &conversation,
-            &counter(),
-            pipeline,
-            tightfit::steps::StepContext { budget: None, window: None, provider: Format::OpenAi },
-        )
-        .unwrap();
+        let out =
+            Fitter::new().run(&conversation, &counter(), Some(pipeline), &RunOptions::transform()).unwrap();
         format::messages_to_value(&out.into_messages(), Format::OpenAi)
     };
     let expected = json!([
@@ -371,14 +366,16 @@ fn llmlings_yaml_example_loads_and_runs_without_its_summarize_step() {
     let file = crate::shared("data/agent_mini_swe_deepseek_reasoner.jsonl");
     let long = lines(&file).into_iter().max_by_key(|l| l.len()).unwrap();
     let conversation = parse_str(&long, FormatHint::Auto).unwrap();
-    let cx = tightfit::steps::StepContext { budget: None, window: None, provider: Format::OpenAi };
+    let transform = |pipeline: &Pipeline| {
+        Fitter::new().run(&conversation, &counter(), Some(pipeline), &RunOptions::transform())
+    };
     // with summarize: no summarizer is configured, and the error says so
-    let err = tightfit::fit::transform(&conversation, &counter(), &pipeline, cx).unwrap_err().to_string();
+    let err = transform(&pipeline).unwrap_err().to_string();
     assert!(err.starts_with("summarize: no summarizer is configured"), "{err}");
     // without it, it runs: thinking gone, tool outputs at most 1,000 chars, last 10 pairs
     let without = LLMLING_EXAMPLE.split("    - type: summarize").next().unwrap();
     let pipeline = config::from_str(without, Syntax::Yaml).unwrap();
-    let out = tightfit::fit::transform(&conversation, &counter(), &pipeline, cx).unwrap();
+    let out = transform(&pipeline).unwrap();
     assert!(out.report.was_compressed);
     let messages = out.into_messages();
     // thinking is gone but for the current tool turn's (after the task message)
@@ -400,9 +397,9 @@ fn llmlings_yaml_example_loads_and_runs_without_its_summarize_step() {
 
 #[test]
 fn every_step_name_and_alias_loads() {
-    for (name, aliases) in config::STEP_NAMES {
-        for n in std::iter::once(name).chain(aliases.iter()) {
-            let text = if *name == "when" {
+    for kind in config::step_kinds() {
+        for n in std::iter::once(&kind.name).chain(kind.aliases.iter()) {
+            let text = if kind.name == "when" {
                 format!("steps:\n  - type: {n}\n    threshold: 3\n    step: {{type: keep_last}}\n")
             } else {
                 format!("steps:\n  - type: {n}\n")

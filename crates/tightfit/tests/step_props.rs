@@ -13,7 +13,7 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use tightfit::fit::{transform, FitError, Fitter, Target};
+use tightfit::fit::{FitError, Fitted, Fitter, RunOptions, Target};
 use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::message::{Message, Role};
 use tightfit::pipeline::Pipeline;
@@ -79,11 +79,20 @@ fn catalogue() -> Vec<(&'static str, Pipeline)> {
     ]
 }
 
+/// Runs `pipeline` with `budget` seen by the steps and not enforced: the steps' own limits
+/// decide; the input is repaired and the output validated.
+fn transform<'a>(
+    conversation: &'a Conversation,
+    pipeline: &Pipeline,
+    budget: Option<usize>,
+) -> Result<Fitted<'a>, FitError> {
+    Fitter::new().run(conversation, &counter(), Some(pipeline), &RunOptions::transform().with_budget(budget))
+}
+
 /// Whether the repair pass makes the input valid (what a step must then keep valid).
 fn repairable(conversation: &Conversation) -> bool {
     let nothing = Pipeline::builder().build().expect("an empty pipeline");
-    let cx = StepContext { budget: None, window: None, provider: conversation.format };
-    !matches!(transform(conversation, &counter(), &nothing, cx), Err(FitError::Invalid { .. }))
+    !matches!(transform(conversation, &nothing, None), Err(FitError::Invalid { .. }))
 }
 
 /// A message's non-blank text parts, joined as `text_content` joins them (a step may drop
@@ -132,9 +141,8 @@ fn check_step(
     budget: usize,
 ) -> Result<(), TestCaseError> {
     let before = conversation.clone();
-    let cx = StepContext { budget: Some(budget), window: None, provider: conversation.format };
-    let first = transform(conversation, &counter(), pipeline, cx);
-    let second = transform(conversation, &counter(), pipeline, cx);
+    let first = transform(conversation, pipeline, Some(budget));
+    let second = transform(conversation, pipeline, Some(budget));
     prop_assert_eq!(conversation, &before, "{} mutated its input", name);
     let ok = repairable(conversation);
     let (a, b) = match (first, second) {

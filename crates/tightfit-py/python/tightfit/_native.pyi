@@ -210,4 +210,10 @@ def langchain_count_approximately(
     settings: Mapping[str, Any] | None = None,
     tools: list[Any] | None = None,
 ) -> int: ...
+def swarms_pipeline(
+    messages: Sequence[Mapping[str, Any]],
+    max_messages: int,
+    preserve_system_messages: bool,
+    preserve_recent_messages: int,
+) -> Pipeline: ...
 def langchain_count_model(messages: list[Any], *, classes: tuple[type, ...], model: str = "gpt-4o") -> int: ...

@@ -17,11 +17,9 @@
 //! must all hold). An unknown key or step is an error naming it (`steps[1].max_lenght:
 //! unknown key; did you mean "max_length"?`).
 
-mod params;
+use serde_json::Value;
 
-use serde_json::{Map, Value};
-
-pub use params::{FromParams, Params};
+pub use crate::params::{FromParams, Params};
 
 use crate::pipeline::Pipeline;
 use crate::presets;
@@ -134,7 +132,7 @@ pub fn step_from_value(value: Value) -> Result<Box<dyn Step>, ConfigError> {
         .string(&["type"])?
         .ok_or_else(|| ConfigError::new("type", "missing: every step needs a `type`"))?;
     let guard = match params.value(&["when"]) {
-        Some(v) => Some(condition(v).map_err(|e| e.within("when"))?),
+        Some(v) => Some(Condition::from_value(v).map_err(|e| e.within("when"))?),
         None => None,
     };
     let step = build(&name, &mut params)?;
@@ -147,131 +145,52 @@ pub fn step_from_value(value: Value) -> Result<Box<dyn Step>, ConfigError> {
     Ok(step)
 }
 
-fn from<S: FromParams + Step + 'static>(p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
-    Ok(Box::new(S::from_params(p)?))
+/// Every step configuration can name: tightfit's own ([`CATALOGUE`]), then the peers' (feature
+/// `compat`).
+pub fn step_kinds() -> impl Iterator<Item = &'static StepKind> {
+    let peers: &[StepKind] = {
+        #[cfg(feature = "compat")]
+        {
+            crate::compat::STEPS
+        }
+        #[cfg(not(feature = "compat"))]
+        {
+            &[]
+        }
+    };
+    CATALOGUE.iter().chain(peers)
 }
 
-/// The step names configuration accepts: ours first, then the peers' aliases.
-pub const STEP_NAMES: &[(&str, &[&str])] = &[
-    ("drop_thinking", &["filter_thinking"]),
-    ("drop_binary", &["filter_binary", "filter_binary_content"]),
-    ("drop_retry_prompts", &["filter_retry_prompts"]),
-    ("drop_tool_calls", &["filter_tools", "filter_tool_calls"]),
-    ("drop_empty", &["filter_empty", "filter_empty_messages"]),
-    ("clear_tool_results", &["clear_tool_uses"]),
-    ("dedupe", &["deduplicate"]),
-    ("truncate_tool_results", &["truncate_tool_outputs"]),
-    ("truncate_text", &["truncate_text_parts"]),
-    ("token_budget", &["token_limited", "message_token_limiter"]),
-    ("langchain_trim", &["trim_messages"]),
-    ("content_name", &["text_message_content_name"]),
-    ("keep_last", &["keep_last_messages", "buffered"]),
-    ("keep_first", &["keep_first_messages"]),
-    ("head_and_tail", &["keep_first_last", "keep_first_and_last", "head_tail"]),
-    ("middle_out", &["middle-out"]),
-    ("task_truncation", &["truncation"]),
-    ("summarize", &[]),
-    ("when", &["when_count_exceeds", "when_message_count_exceeds", "conditional"]),
-    ("autogen_buffered", &["BufferedChatCompletionContext"]),
-    ("autogen_head_and_tail", &["HeadAndTailChatCompletionContext"]),
-    ("autogen_token_limited", &["TokenLimitedChatCompletionContext"]),
-    ("ag2_history_limiter", &[]),
-    ("ag2_token_limiter", &[]),
+/// The peers' step names, known without the `compat` feature so that a configuration naming
+/// one gets a clear error instead of "unknown step".
+const PEER_STEP_NAMES: &[&str] = &[
+    "langchain_trim",
+    "trim_messages",
+    "autogen_buffered",
+    "autogen_head_and_tail",
+    "autogen_token_limited",
+    "ag2_history_limiter",
+    "ag2_token_limiter",
 ];
 
-fn canonical(name: &str) -> Option<&'static str> {
-    STEP_NAMES.iter().find(|(ours, aliases)| *ours == name || aliases.contains(&name)).map(|(ours, _)| *ours)
-}
-
 fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
-    let Some(canonical) = canonical(name) else {
-        let known: Vec<&str> =
-            STEP_NAMES.iter().flat_map(|(o, a)| std::iter::once(*o).chain(a.iter().copied())).collect();
-        let suggestion = known
-            .iter()
-            .map(|k| (strsim::jaro_winkler(k, name), *k))
-            .filter(|(s, _)| *s > 0.8)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, k)| format!("; did you mean {k:?}?"))
-            .unwrap_or_default();
-        return Err(ConfigError::new("type", format!("unknown step {name:?}{suggestion}")));
-    };
-    match canonical {
-        "drop_thinking" => from::<DropThinking>(p),
-        "drop_binary" => from::<DropBinary>(p),
-        "drop_retry_prompts" => from::<DropRetryPrompts>(p),
-        "drop_tool_calls" => from::<DropToolCalls>(p),
-        "drop_empty" => from::<DropEmpty>(p),
-        "clear_tool_results" => from::<ClearToolResults>(p),
-        "dedupe" => from::<Dedupe>(p),
-        "truncate_tool_results" => from::<TruncateToolResults>(p),
-        "truncate_text" => from::<TruncateText>(p),
-        "token_budget" => from::<TokenBudget>(p),
-        "langchain_trim" => from::<LangchainTrim>(p),
-        "content_name" => from::<ContentName>(p),
-        "keep_last" => from::<KeepLast>(p),
-        "keep_first" => from::<KeepFirst>(p),
-        "head_and_tail" => from::<HeadAndTail>(p),
-        "task_truncation" => from::<TaskTruncation>(p),
-        "middle_out" => from::<MiddleOut>(p),
-        "summarize" => from::<Summarize>(p),
-        "ag2_history_limiter" => from::<Ag2HistoryLimiter>(p),
-        "ag2_token_limiter" => from::<Ag2TokenLimiter>(p),
-        "when" => {
-            // llmling: `threshold` counts messages; ours: any condition key
-            let mut map = Map::new();
-            for key in ["tokens_above", "messages_above", "window_fraction_above", "over_budget"] {
-                if let Some(v) = p.value(&[key]) {
-                    map.insert(key.to_string(), v);
-                }
-            }
-            if let Some(threshold) = p.usize(&["threshold"])? {
-                map.insert("messages_above".into(), Value::from(threshold));
-            } else if map.is_empty() {
-                map.insert("messages_above".into(), Value::from(20));
-            }
-            let condition = condition(Value::Object(map))?;
-            let inner =
-                p.value(&["step"]).ok_or_else(|| ConfigError::new("step", "missing: the step to guard"))?;
-            let step = step_from_value(inner).map_err(|e| e.within("step"))?;
-            Ok(Box::new(When { condition, step }))
-        }
-        "autogen_buffered" | "autogen_head_and_tail" | "autogen_token_limited" => {
-            Ok(Box::new(AutogenContext::from_params_named(canonical, p)?))
-        }
-        other => Err(ConfigError::new("type", format!("step {other:?} is not available"))),
+    if let Some(kind) = step_kinds().find(|k| k.answers_to(name)) {
+        return (kind.build)(p, &step_from_value);
     }
-}
-
-/// A guard from its map; several keys must all hold.
-fn condition(value: Value) -> Result<Condition, ConfigError> {
-    let Value::Object(map) = value else {
-        return Err(ConfigError::new("", "expected a map such as {tokens_above: 100000}"));
-    };
-    let mut p = Params::new(map);
-    let mut all = Vec::new();
-    if let Some(n) = p.usize(&["tokens_above"])? {
-        all.push(Condition::TokensAbove(n));
+    if PEER_STEP_NAMES.contains(&name) {
+        return Err(ConfigError::new(
+            "type",
+            format!(
+                "step {name:?} emulates a peer library and needs tightfit built with the `compat` feature"
+            ),
+        ));
     }
-    if let Some(n) = p.usize(&["messages_above"])? {
-        all.push(Condition::MessagesAbove(n));
-    }
-    if let Some(f) = p.f64(&["window_fraction_above", "window_fraction"])? {
-        all.push(Condition::WindowFractionAbove(f));
-    }
-    if p.bool(&["over_budget"])? == Some(true) {
-        all.push(Condition::OverBudget);
-    }
-    p.finish()?;
-    let condition =
-        match all.len() {
-            0 => return Err(ConfigError::new(
-                "",
-                "a condition needs one of tokens_above, messages_above, window_fraction_above, over_budget",
-            )),
-            1 => all.pop().expect("one condition"),
-            _ => Condition::All(all),
-        };
-    condition.check()?;
-    Ok(condition)
+    let suggestion = step_kinds()
+        .flat_map(|k| std::iter::once(k.name).chain(k.aliases.iter().copied()))
+        .map(|k| (strsim::jaro_winkler(k, name), k))
+        .filter(|(s, _)| *s > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!("; did you mean {k:?}?"))
+        .unwrap_or_default();
+    Err(ConfigError::new("type", format!("unknown step {name:?}{suggestion}")))
 }

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use super::drop_tool_calls::{results_of, CallKey, ResultAt};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Arguments, CallStyle, ContentForm, Part, TextPart};
@@ -30,6 +30,10 @@ use crate::units::UnitKind;
 
 /// The default placeholder.
 pub const CLEARED_RESULT: &str = "[tool result cleared to save context]";
+
+/// `clear_tool_results` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<ClearToolResults>("clear_tool_results", &["clear_tool_uses"]);
 
 /// Replaces old tool results by a placeholder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +123,7 @@ impl Step for ClearToolResults {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let sites = result_sites(history);
         let units = history.units().len();
         let first_kept_unit = self.keep_units.map_or(units, |n| units.saturating_sub(n));
@@ -325,7 +329,7 @@ mod tests {
         // running again changes nothing, whatever the budget
         let again = run(&ClearToolResults::keeping(2), &out);
         assert_eq!(again, out);
-        let cx = StepContext { budget: Some(10), window: None, provider: Format::OpenAi };
+        let cx = StepContext::new(Format::OpenAi).with_budget(10);
         assert_eq!(run_in(&ClearToolResults::keeping(2), &input, cx), out);
     }
 

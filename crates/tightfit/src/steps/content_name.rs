@@ -18,7 +18,7 @@
 //! valid. Cost: O(messages + length of the changed texts).
 
 use super::filter::{read_filter, MessageFilter};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Message, Part, Role};
@@ -42,6 +42,9 @@ impl NamePosition {
         }
     }
 }
+
+/// `content_name` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<ContentName>("content_name", &["text_message_content_name"]);
 
 /// Writes the sender's name into the text of each message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +129,7 @@ impl Step for ContentName {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         for i in 0..history.len() {
             let message = history.message(i);
             let Some(name) = sender_name(message, self.tool_results) else { continue };
@@ -279,7 +282,7 @@ mod tests {
                     {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]}]"#,
         );
-        let cx = StepContext { budget: None, window: None, provider: Format::Anthropic };
+        let cx = StepContext::new(Format::Anthropic);
         let out = run_in(&ContentName::default(), &input, cx);
         assert_eq!(texts(&out)[..2], ["alice:\nhi", "bot:\nlet me look"]);
         assert_eq!(out[1].parts[1], input[1].parts[1]);
@@ -292,7 +295,7 @@ mod tests {
         let c = counter();
         let mut history = History::new(&input, None, &c, CountCache::new(), Format::OpenAi);
         history.set_step("content_name");
-        let cx = StepContext { budget: None, window: None, provider: Format::OpenAi };
+        let cx = StepContext::new(Format::OpenAi);
         ContentName::default().apply(&mut history, &cx).unwrap();
         let (_, plan, _) = history.finish(&input);
         assert_eq!(

@@ -25,7 +25,7 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 use super::drop_binary::protected_messages;
 use super::keep_last::read_keep;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
@@ -41,6 +41,9 @@ pub const IDENTICAL_MEDIA: &str = "[{kind} identical to the one in {at} above]";
 
 /// How many words of a message a media reference quotes to say which message it means.
 const QUOTED_WORDS: usize = 8;
+
+/// `dedupe` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<Dedupe>("dedupe", &["deduplicate"]);
 
 /// Replaces repeated tool results and media by references to the first occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +106,7 @@ impl Step for Dedupe {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let protected = protected_messages(history, self.keep);
         let mut seen = Seen::default();
         for (i, protected) in protected.into_iter().enumerate() {

@@ -13,7 +13,7 @@
 //! off. System messages and the newest user turn are kept by default. Cost: O(parts).
 
 use super::keep_last::read_keep;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{ImageSource, Message, Part, Role, TextPart};
@@ -21,6 +21,10 @@ use crate::plan::ChangeKind;
 
 /// The longest description a placeholder quotes (a file name, a URL), in characters.
 const MAX_LABEL_CHARS: usize = 120;
+
+/// `drop_binary` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<DropBinary>("drop_binary", &["filter_binary", "filter_binary_content"]);
 
 /// Removes image, audio and file parts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -57,7 +61,7 @@ impl Step for DropBinary {
         "drop_binary"
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let protected = protected_messages(history, self.keep);
         // from the end, so that removing a message leaves the indices still to visit alone
         for i in (0..history.len()).rev() {
@@ -244,8 +248,8 @@ mod tests {
 
     const PNG: &str = "data:image/png;base64,iVBORw0KGgo=";
 
-    fn anthropic_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    fn anthropic_cx() -> StepContext<'static> {
+        StepContext::new(Format::Anthropic)
     }
 
     fn openai_media() -> Vec<Message> {

@@ -18,12 +18,16 @@
 //! of it. Cost: O(parts).
 
 use super::keep_last::read_keep;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{CallStyle, ContentForm, Message, Part, Role, ThinkingOrigin};
 use crate::plan::ChangeKind;
 use serde_json::Value;
+
+/// `drop_empty` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<DropEmpty>("drop_empty", &["filter_empty", "filter_empty_messages"]);
 
 /// Removes empty messages and blank text parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +58,7 @@ impl Step for DropEmpty {
         "drop_empty"
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         for i in 0..history.len() {
             let blank = blank_parts(history.message(i));
             if blank > 0 {

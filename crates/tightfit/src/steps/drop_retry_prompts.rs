@@ -25,7 +25,7 @@ use regex::Regex;
 
 use super::drop_tool_calls::{call_sites, remove_calls, CallSite, ResultAt};
 use super::keep_last::read_keep;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
@@ -91,6 +91,10 @@ impl PartialEq for TextPattern {
 }
 
 impl Eq for TextPattern {}
+
+/// `drop_retry_prompts` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<DropRetryPrompts>("drop_retry_prompts", &["filter_retry_prompts"]);
 
 /// Removes failed tool calls that were retried and retry prompts the conversation moved past.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,7 +176,7 @@ impl Step for DropRetryPrompts {
         self.error_pattern.check("error_pattern")
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         self.check().map_err(|e| StepError::new(self.name(), e.to_string()))?;
         self.drop_prompts(history);
         self.drop_failed_calls(history);

@@ -8,11 +8,14 @@
 //! tool results, when the history ends in tool results) is kept by default. An assistant
 //! message left with nothing (it held only thinking) is removed. Cost: O(messages).
 
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{ContentForm, Part, Role};
 use crate::plan::ChangeKind;
+
+/// `drop_thinking` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<DropThinking>("drop_thinking", &["filter_thinking"]);
 
 /// Removes thinking and reasoning parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +76,7 @@ impl Step for DropThinking {
         "drop_thinking"
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let end = if self.keep_current_turn {
             current_turn_start(history).unwrap_or(history.len())
         } else {
@@ -133,7 +136,7 @@ mod tests {
                     {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]}]"#,
         );
-        let cx = StepContext { budget: None, window: None, provider: Format::Anthropic };
+        let cx = StepContext::new(Format::Anthropic);
         let out = run_in(&DropThinking::default(), &input, cx);
         assert!(!out[1].parts.iter().any(|p| matches!(p, Part::Thinking(_))), "old thinking removed");
         assert!(matches!(out[3].parts[0], Part::Thinking(_)), "current thinking kept");
@@ -149,7 +152,7 @@ mod tests {
                 {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "xx"}]},
                 {"role": "user", "content": "q2"}]"#,
         );
-        let cx = StepContext { budget: None, window: None, provider: Format::Anthropic };
+        let cx = StepContext::new(Format::Anthropic);
         let out = run_in(&DropThinking::default(), &input, cx);
         // the two user turns are merged back into one
         assert_eq!(out.len(), 1);

@@ -20,12 +20,16 @@ use std::collections::HashMap;
 
 use super::drop_thinking::current_turn_start;
 use super::keep_last::read_keep;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{ContentForm, Message, Part, Role};
 use crate::plan::ChangeKind;
 use crate::units::UnitKind;
+
+/// `drop_tool_calls` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<DropToolCalls>("drop_tool_calls", &["filter_tools", "filter_tool_calls"]);
 
 /// Removes the calls of named tools and their results.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +107,7 @@ impl Step for DropToolCalls {
         "drop_tool_calls"
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let protected = history.protected_units(self.keep);
         let end = match self.keep_current_turn {
             true => current_turn_start(history).unwrap_or(history.len()),
@@ -340,8 +344,8 @@ pub(crate) mod tests {
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
 
-    pub(crate) fn anthropic_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    pub(crate) fn anthropic_cx() -> StepContext<'static> {
+        StepContext::new(Format::Anthropic)
     }
 
     /// user, a parallel step (search a, debug b), user, a step calling only debug, its

@@ -22,13 +22,17 @@
 use super::keep_first::keep_first;
 use super::keep_last::{measure_word, read_keep};
 use super::select::{apply_mask, keep_last, protected, sizes, Measure};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{Message, Role};
 
 /// The placeholder autogen's head-and-tail context puts where it skipped messages.
 pub const AUTOGEN_PLACEHOLDER: &str = "Skipped {skipped} messages.";
+
+/// `head_and_tail` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<HeadAndTail>("head_and_tail", &["keep_first_last", "keep_first_and_last", "head_tail"]);
 
 /// Keeps the first `head` and the last `tail` messages, pairs or units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +100,7 @@ impl Step for HeadAndTail {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let mut mask = protected(history, self.keep);
         let selectable: usize =
             sizes(history, self.measure).iter().zip(&mask).filter(|(_, p)| !**p).map(|(s, _)| s).sum();
@@ -180,8 +184,8 @@ mod tests {
 
     const BARE: Keep = Keep { system: false, newest_user_turn: false };
 
-    fn anthropic_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    fn anthropic_cx() -> StepContext<'static> {
+        StepContext::new(Format::Anthropic)
     }
 
     /// autogen's parallel-call conversation in OpenAI shape: system, user, assistant calling

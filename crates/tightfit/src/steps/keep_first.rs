@@ -11,9 +11,12 @@
 
 use super::keep_last::{measure_word, read_keep};
 use super::select::{apply_mask, protected, sizes, Measure};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
+
+/// `keep_first` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<KeepFirst>("keep_first", &["keep_first_messages"]);
 
 /// Keeps the first `count` messages, pairs or units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +64,7 @@ impl Step for KeepFirst {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let mut mask = protected(history, self.keep);
         keep_first(history, self.count, self.measure, &mut mask);
         let reason = format!("after the first {} {}", self.count, measure_word(self.measure));
@@ -129,8 +132,8 @@ mod tests {
 
     const BARE: Keep = Keep { system: false, newest_user_turn: false };
 
-    fn anthropic_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    fn anthropic_cx() -> StepContext<'static> {
+        StepContext::new(Format::Anthropic)
     }
 
     /// user, assistant with two parallel calls, their results, assistant, user.

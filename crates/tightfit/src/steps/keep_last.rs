@@ -8,10 +8,13 @@
 //! addition unless `keep` says otherwise. Cost: O(messages).
 
 use super::select::{apply_mask, keep_last, protected, Measure};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::units::UnitKind;
+
+/// `keep_last` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<KeepLast>("keep_last", &["keep_last_messages", "buffered"]);
 
 /// Keeps the last `count` messages, pairs or units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +65,7 @@ impl Step for KeepLast {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let mut mask = protected(history, self.keep);
         if self.keep_first_message {
             if let Some(first) = history.units().iter().position(|u| u.kind != UnitKind::Instruction) {

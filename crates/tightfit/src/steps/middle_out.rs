@@ -19,7 +19,7 @@
 //! they are over. Cost: O(units) to select; step 3 tokenizes only the texts it cuts.
 
 use super::keep_last::read_keep;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Part, Role};
@@ -29,6 +29,9 @@ use crate::units::UnitKind;
 
 /// The marker left where `middle_out` cut the middle of a text.
 pub const MIDDLE_CUT_MARKER: &str = "\n[... middle cut to fit the context window ...]\n";
+
+/// `middle_out` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<MiddleOut>("middle_out", &["middle-out"]);
 
 /// Removes units from the middle until the request fits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +214,7 @@ impl Step for MiddleOut {
         "middle_out"
     }
 
-    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         let budget = self.max_tokens.or(cx.budget).ok_or_else(|| {
             StepError::new(self.name(), "no token budget: set `max_tokens` or run it inside `fit`")
         })?;
@@ -340,8 +343,8 @@ mod tests {
         openai(&format!("[{}]", items.join(",")))
     }
 
-    fn cx(budget: usize) -> StepContext {
-        StepContext { budget: Some(budget), window: None, provider: Format::OpenAi }
+    fn cx(budget: usize) -> StepContext<'static> {
+        StepContext::new(Format::OpenAi).with_budget(budget)
     }
 
     #[test]
@@ -401,7 +404,7 @@ mod tests {
                 {"role": "assistant", "content": "reply three words words words words"},
                 {"role": "user", "content": "newest question"}]"#,
         );
-        let cx = StepContext { budget: Some(60), window: None, provider: Format::Anthropic };
+        let cx = StepContext::new(Format::Anthropic).with_budget(60);
         let step =
             MiddleOut { placeholder: Some("[{skipped} messages omitted]".into()), ..MiddleOut::default() };
         let out = run_in(&step, &input, cx);

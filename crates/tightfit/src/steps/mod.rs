@@ -10,23 +10,25 @@
 //! | --- | --- |
 //! | filter | [`DropThinking`], [`DropBinary`], [`DropRetryPrompts`], [`DropToolCalls`], [`DropEmpty`], [`ClearToolResults`], [`Dedupe`] |
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
-//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`], [`LangchainTrim`] |
+//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
 //! | rewrite | [`ContentName`] |
-//! | peers, result for result | [`Ag2HistoryLimiter`], [`Ag2TokenLimiter`] (AG2's transforms, quirks included) |
 //! | compress | [`Summarize`] (configuration only until summarizers land) |
 //! | control | [`When`] |
-//! | peers | [`AutogenContext`] (autogen-core's contexts, exactly, kept valid) |
+//!
+//! Each step declares its configuration name and aliases as a [`StepKind`] beside its type;
+//! [`CATALOGUE`] lists them. The peers' emulations (AG2, autogen-core, LangChain, swarms) are
+//! not here: they live in `compat` (feature `compat`) and use these steps, never the reverse.
 
 use std::fmt;
+use std::marker::PhantomData;
+
+use serde_json::Value;
 
 use crate::format::Format;
 use crate::history::History;
+pub use crate::params::ConfigError;
+use crate::params::{FromParams, Params};
 
-mod ag2_history_limiter;
-pub mod ag2_select;
-mod ag2_token_limiter;
-mod autogen_context;
-mod autogen_message;
 mod clear_tool_results;
 mod content_name;
 mod dedupe;
@@ -39,7 +41,6 @@ mod filter;
 mod head_and_tail;
 mod keep_first;
 mod keep_last;
-mod langchain_trim;
 mod middle_out;
 mod select;
 mod summarize;
@@ -51,16 +52,6 @@ mod truncate_text;
 mod truncate_tool_results;
 mod when;
 
-pub use ag2_history_limiter::Ag2HistoryLimiter;
-pub use ag2_token_limiter::{
-    ag2_token_limit, string_tokens, text_tokens, Ag2Error, Ag2Kept, Ag2TokenLimiter, AG2_DEFAULT_MODEL,
-};
-pub use autogen_context::{
-    autogen_skipped_text, buffered as autogen_buffered, head_and_tail as autogen_head_and_tail,
-    token_limited as autogen_token_limited, token_limited_with as autogen_token_limited_with, AutogenContext,
-    AutogenPolicy, AutogenView, InputBreakage, ViewPart,
-};
-pub use autogen_message::{AutogenCall, AutogenFormatError, AutogenMessage, AutogenPart, AutogenResult};
 pub use clear_tool_results::ClearToolResults;
 pub use content_name::{ContentName, NamePosition};
 pub use dedupe::Dedupe;
@@ -69,14 +60,12 @@ pub use drop_empty::DropEmpty;
 pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
 pub use drop_thinking::DropThinking;
 pub use drop_tool_calls::DropToolCalls;
+#[cfg(feature = "compat")]
+pub(crate) use filter::read_filter;
 pub use filter::MessageFilter;
 pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
-pub use langchain_trim::{
-    item_message, Item, Kept, LangchainTrim, Lines, ListCounter, MessageCount, ModelCount, PartialContent,
-    Source, Strategy, TextSplitter, TrimCounter,
-};
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use select::Measure;
 pub use summarize::Summarize;
@@ -86,21 +75,41 @@ pub use truncate_text::TruncateText;
 pub use truncate_tool_results::{TruncateToolResults, TRUNCATED_MARKER};
 pub use when::{Condition, When};
 
-/// Where a step runs: the budget and window of the call, and the provider's rules.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StepContext {
+/// Where a step runs: the budget and window of the call, the provider's rules, and (from the
+/// summaries and sessions work on) the services the caller lends the run, such as a summarizer
+/// or an offload store, as references that live as long as `'a`.
+///
+/// Built with [`StepContext::new`] and the `with_*` setters, so that a new field is not a
+/// breaking change.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct StepContext<'a> {
     /// The token budget of the call, if it has one (`fit` always does).
     pub budget: Option<usize>,
     /// The model's context window, if known (for conditions on a fraction of it).
     pub window: Option<usize>,
     /// The provider the history is fitted for.
     pub provider: Format,
+    /// The lifetime of the services lent to the run.
+    services: PhantomData<&'a ()>,
 }
 
-impl StepContext {
-    /// A context with a budget and no known window.
-    pub fn with_budget(budget: usize, provider: Format) -> StepContext {
-        StepContext { budget: Some(budget), window: None, provider }
+impl StepContext<'_> {
+    /// A context for `provider`'s rules, with no budget and no known window.
+    pub fn new(provider: Format) -> StepContext<'static> {
+        StepContext { budget: None, window: None, provider, services: PhantomData }
+    }
+}
+
+impl<'a> StepContext<'a> {
+    /// The same context with a budget (`None`: the steps' own limits decide).
+    pub fn with_budget(self, budget: impl Into<Option<usize>>) -> StepContext<'a> {
+        StepContext { budget: budget.into(), ..self }
+    }
+
+    /// The same context with the model's window (`None`: unknown).
+    pub fn with_window(self, window: impl Into<Option<usize>>) -> StepContext<'a> {
+        StepContext { window: window.into(), ..self }
     }
 }
 
@@ -118,7 +127,7 @@ pub trait Step: Send + Sync + fmt::Debug {
     }
 
     /// Transforms `history`.
-    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError>;
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError>;
 }
 
 /// A step could not run.
@@ -138,42 +147,68 @@ impl StepError {
     }
 }
 
-/// A configuration error, naming the key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// Where: `steps[2].max_length`, or a step's parameter name.
-    pub key: String,
-    /// What is wrong.
-    pub reason: String,
+/// Builds one step from configuration: reads its keys from `params`, and builds a step it
+/// wraps (a `when` guard's `step:`) with `nested`.
+pub type BuildStep =
+    fn(params: &mut Params, nested: &dyn Fn(Value) -> Result<Box<dyn Step>, ConfigError>) -> BuiltStep;
+
+/// What [`BuildStep`] returns.
+pub type BuiltStep = Result<Box<dyn Step>, ConfigError>;
+
+/// A step as configuration knows it: its name, the peers' names for it, and how to build it.
+///
+/// Each step declares its own `KIND` next to its type; [`CATALOGUE`] lists them, and the
+/// configuration loader, the presets and the Python package's schema all read that one table.
+#[derive(Clone, Copy)]
+pub struct StepKind {
+    /// Its name in configuration and reports (`keep_last`).
+    pub name: &'static str,
+    /// Other names configuration accepts for it (the peers': `keep_last_messages`, `buffered`).
+    pub aliases: &'static [&'static str],
+    /// Builds it from its keys.
+    pub build: BuildStep,
 }
 
-impl fmt::Display for ConfigError {
+impl StepKind {
+    /// The kind of a step read by its [`FromParams`].
+    pub const fn of<S: FromParams + Step + 'static>(
+        name: &'static str,
+        aliases: &'static [&'static str],
+    ) -> StepKind {
+        StepKind { name, aliases, build: |params, _| Ok(Box::new(S::from_params(params)?)) }
+    }
+
+    /// Whether configuration may call it `name`.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+}
+
+impl fmt::Debug for StepKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.key.is_empty() {
-            f.write_str(&self.reason)
-        } else {
-            write!(f, "{}: {}", self.key, self.reason)
-        }
+        f.debug_struct("StepKind").field("name", &self.name).field("aliases", &self.aliases).finish()
     }
 }
 
-impl std::error::Error for ConfigError {}
-
-impl ConfigError {
-    /// An error at `key`.
-    pub fn new(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
-        ConfigError { key: key.into(), reason: reason.into() }
-    }
-
-    /// The same error under a parent key (`steps[2]` + `max_length`).
-    pub fn within(self, parent: &str) -> ConfigError {
-        let key = if self.key.is_empty() {
-            parent.to_string()
-        } else if self.key.starts_with('[') {
-            format!("{parent}{}", self.key)
-        } else {
-            format!("{parent}.{}", self.key)
-        };
-        ConfigError { key, reason: self.reason }
-    }
-}
+/// tightfit's own steps, in the order configuration lists them; a new step is one line here.
+/// The peers' emulations follow in `compat::STEPS` (feature `compat`).
+pub const CATALOGUE: &[StepKind] = &[
+    drop_thinking::KIND,
+    drop_binary::KIND,
+    drop_retry_prompts::KIND,
+    drop_tool_calls::KIND,
+    drop_empty::KIND,
+    clear_tool_results::KIND,
+    dedupe::KIND,
+    truncate_tool_results::KIND,
+    truncate_text::KIND,
+    token_budget::KIND,
+    content_name::KIND,
+    keep_last::KIND,
+    keep_first::KIND,
+    head_and_tail::KIND,
+    middle_out::KIND,
+    task_truncation::KIND,
+    summarize::KIND,
+    when::KIND,
+];

@@ -6,9 +6,12 @@
 //! history has at most `threshold` messages; past that it fails with an error that says no
 //! summarizer is configured — it never drops messages silently in place of a summary.
 
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;
+
+/// `summarize` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<Summarize>("summarize", &[]);
 
 /// Summarizes older messages (not available yet: fails once it would have to act).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +56,7 @@ impl Step for Summarize {
         "summarize"
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         if history.len() <= self.threshold {
             return Ok(());
         }

@@ -36,7 +36,7 @@ use std::ops::Range;
 
 use super::keep_last::read_keep;
 use super::select::{apply_mask, protected};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::Role;
@@ -52,6 +52,9 @@ pub enum TaskScope {
     /// also its newest steps.
     All,
 }
+
+/// `task_truncation` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<TaskTruncation>("task_truncation", &["truncation"]);
 
 /// Keeps each truncated task's first user turn and the newest assistant steps of the current
 /// task.
@@ -90,7 +93,7 @@ impl Step for TaskTruncation {
         "task_truncation"
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let mut mask = protected(history, self.keep);
         let units = history.units();
         let tasks = tasks(units);
@@ -176,8 +179,8 @@ mod tests {
     use crate::validate::validate;
     use serde_json::json;
 
-    fn anthropic_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    fn anthropic_cx() -> StepContext<'static> {
+        StepContext::new(Format::Anthropic)
     }
 
     /// system, the task, a tool step, a user turn, a text step, a step with two parallel
@@ -358,7 +361,7 @@ mod tests {
         let step = TaskTruncation::recent(2);
         let unbounded = run(&step, &input);
         for budget in [1, 50, 100_000] {
-            let cx = StepContext::with_budget(budget, Format::OpenAi);
+            let cx = StepContext::new(Format::OpenAi).with_budget(budget);
             assert_eq!(run_in(&step, &input, cx), unbounded);
         }
         assert_eq!(run(&step, &unbounded), unbounded);

@@ -39,7 +39,7 @@ pub fn counter() -> ChatCounter {
 
 /// Runs `step` on `input` (OpenAI rules, no budget) and returns the messages.
 pub fn run(step: &dyn Step, input: &[Message]) -> Vec<Message> {
-    run_in(step, input, StepContext { budget: None, window: None, provider: Format::OpenAi })
+    run_in(step, input, StepContext::new(Format::OpenAi))
 }
 
 /// Runs `step` on `input` in `cx`; the input must come back unchanged.

@@ -24,12 +24,16 @@
 use super::keep_last::read_keep;
 use super::select::{apply_mask, protected};
 use super::truncate_tool_results::plan_cut;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
+
+/// `token_budget` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<TokenBudget>("token_budget", &["token_limited", "message_token_limiter"]);
 
 /// Keeps the newest units that fit a token budget.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -103,7 +107,7 @@ impl Step for TokenBudget {
         "token_budget"
     }
 
-    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         let budget = self.max_tokens.or(cx.budget).ok_or_else(|| {
             StepError::new(self.name(), "no token budget: set max_tokens or give the call a budget")
         })?;
@@ -191,8 +195,8 @@ mod tests {
         total - per_message.iter().sum::<usize>()
     }
 
-    fn openai_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::OpenAi }
+    fn openai_cx() -> StepContext<'static> {
+        StepContext::new(Format::OpenAi)
     }
 
     fn run_with(step: &TokenBudget, input: &[Message]) -> Vec<Message> {
@@ -243,7 +247,7 @@ mod tests {
     fn uses_the_call_budget_or_says_it_has_none() {
         let input = tool_history();
         let (t, _) = count(&input);
-        let cx = StepContext::with_budget(fixed() + t[0] + t[4] + t[5], Format::OpenAi);
+        let cx = StepContext::new(Format::OpenAi).with_budget(fixed() + t[0] + t[4] + t[5]);
         let out = run_in(&TokenBudget::call_budget(), &input, cx);
         assert_eq!(texts(&out), vec!["system: be brief", "user: and now?", "assistant: done"]);
         let c = counter();
@@ -343,7 +347,7 @@ mod tests {
                 {"role": "user", "content": "q2"}]"#,
         );
         let (t, _) = count(&input);
-        let cx = StepContext { budget: None, window: None, provider: Format::Anthropic };
+        let cx = StepContext::new(Format::Anthropic);
         // the step with both results fits; q1 does not
         let budget = fixed() + t[0] + t[5] + t[4] + t[2] + t[3];
         let out = run_in(&TokenBudget::new(budget), &input, cx);

@@ -18,12 +18,15 @@
 use super::filter::{read_filter, MessageFilter};
 use super::keep_last::read_keep;
 use super::truncate_tool_results::{check_limit, plan_cut, read_keep_part, read_length, TRUNCATED_MARKER};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::Role;
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
+
+/// `truncate_text` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<TruncateText>("truncate_text", &["truncate_text_parts"]);
 
 /// Caps the text of each message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +106,7 @@ impl Step for TruncateText {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let protected = protected_messages(history, self.protect);
         for (i, protected) in protected.into_iter().enumerate() {
             let message = history.message(i);
@@ -274,7 +277,7 @@ mod tests {
                 {{"role": "assistant", "content": "{ALPHABET}"}},
                 {{"role": "user", "content": "thanks"}}]"#
         ));
-        let cx = StepContext { budget: None, window: None, provider: Format::Anthropic };
+        let cx = StepContext::new(Format::Anthropic);
         let out = run_in(&marked(10).for_roles(&[Role::User, Role::Assistant]), &input, cx);
         assert_eq!(out[1].parts[0], input[1].parts[0], "thinking stays");
         assert_eq!(out[1].parts[2], input[1].parts[2], "the call stays");

@@ -16,7 +16,7 @@
 //! stays valid. Cost: O(length of the results' text) for character limits; for token limits
 //! a tokenization of each result, and a binary search over the ones that are cut.
 
-use super::{ConfigError, Step, StepContext, StepError};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Message, Part, Role};
@@ -26,6 +26,10 @@ use crate::tokens::TokenCounter;
 
 /// The marker llmling writes where it cut a text.
 pub const TRUNCATED_MARKER: &str = "\n... [truncated]";
+
+/// `truncate_tool_results` in configuration.
+pub(crate) const KIND: StepKind =
+    StepKind::of::<TruncateToolResults>("truncate_tool_results", &["truncate_tool_outputs"]);
 
 /// Cuts long tool outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,7 +152,7 @@ impl Step for TruncateToolResults {
         check_limit(self.limit, &self.marker, "max_length")
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let results = tool_results(history);
         let cuttable = results.len().saturating_sub(self.keep_last);
         // per message: the cuts of its results, in order
@@ -460,8 +464,8 @@ mod tests {
         ))
     }
 
-    fn anthropic_cx() -> StepContext {
-        StepContext { budget: None, window: None, provider: Format::Anthropic }
+    fn anthropic_cx() -> StepContext<'static> {
+        StepContext::new(Format::Anthropic)
     }
 
     #[test]
@@ -625,7 +629,7 @@ mod tests {
         assert!((45..=50).contains(&tokens), "{tokens} tokens");
         assert!(text.starts_with("The quick brown fox") && text.ends_with(TRUNCATED_MARKER));
         for budget in [10, 100, 10_000] {
-            let cx = StepContext::with_budget(budget, Format::OpenAi);
+            let cx = StepContext::new(Format::OpenAi).with_budget(budget);
             assert_eq!(run_in(&step, &input, cx), out, "the cut is the same whatever the budget");
         }
     }
@@ -673,7 +677,7 @@ mod tests {
         let c = counter();
         let mut history = History::new(&input, None, &c, CountCache::new(), Format::OpenAi);
         history.set_step("truncate_tool_results");
-        marked(10).apply(&mut history, &StepContext::with_budget(1, Format::OpenAi)).unwrap();
+        marked(10).apply(&mut history, &StepContext::new(Format::OpenAi).with_budget(1)).unwrap();
         let (_, plan, _) = history.finish(&input);
         assert_eq!(
             plan.units[2].details,

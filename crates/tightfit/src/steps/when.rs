@@ -6,8 +6,41 @@
 //! it fills, or whether it is over the call's budget. Evaluating one costs O(1), except
 //! `All`/`Any`, which cost their parts.
 
-use super::{ConfigError, Step, StepContext, StepError};
+use serde_json::{Map, Value};
+
+use super::{BuiltStep, ConfigError, Step, StepContext, StepError, StepKind};
 use crate::history::History;
+use crate::params::Params;
+
+/// `when` in configuration: the condition keys of [`Condition::from_value`] (llmling's
+/// `threshold` counts messages, 20 when no key is given) and the guarded `step:`.
+pub(crate) const KIND: StepKind = StepKind {
+    name: "when",
+    aliases: &["when_count_exceeds", "when_message_count_exceeds", "conditional"],
+    build: build_when,
+};
+
+fn build_when(p: &mut Params, nested: &dyn Fn(Value) -> BuiltStep) -> BuiltStep {
+    let mut map = Map::new();
+    for key in CONDITION_KEYS {
+        if let Some(v) = p.value(&[key]) {
+            map.insert(key.to_string(), v);
+        }
+    }
+    if let Some(threshold) = p.usize(&["threshold"])? {
+        map.insert("messages_above".into(), Value::from(threshold));
+    } else if map.is_empty() {
+        map.insert("messages_above".into(), Value::from(20));
+    }
+    let condition = Condition::from_value(Value::Object(map))?;
+    let inner = p.value(&["step"]).ok_or_else(|| ConfigError::new("step", "missing: the step to guard"))?;
+    let step = nested(inner).map_err(|e| e.within("step"))?;
+    Ok(Box::new(When { condition, step }))
+}
+
+/// The keys of a condition map (a `when:` guard), as [`Condition::from_value`] reads them.
+pub(crate) const CONDITION_KEYS: [&str; 4] =
+    ["tokens_above", "messages_above", "window_fraction_above", "over_budget"];
 
 /// When a guarded step runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +61,39 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// A guard from its configuration map (`{tokens_above: 100000}`); several keys must all
+    /// hold. An unknown key or a missing one is an error naming it.
+    pub fn from_value(value: Value) -> Result<Condition, ConfigError> {
+        let Value::Object(map) = value else {
+            return Err(ConfigError::new("", "expected a map such as {tokens_above: 100000}"));
+        };
+        let mut p = Params::new(map);
+        let mut all = Vec::new();
+        if let Some(n) = p.usize(&["tokens_above"])? {
+            all.push(Condition::TokensAbove(n));
+        }
+        if let Some(n) = p.usize(&["messages_above"])? {
+            all.push(Condition::MessagesAbove(n));
+        }
+        if let Some(f) = p.f64(&["window_fraction_above", "window_fraction"])? {
+            all.push(Condition::WindowFractionAbove(f));
+        }
+        if p.bool(&["over_budget"])? == Some(true) {
+            all.push(Condition::OverBudget);
+        }
+        p.finish()?;
+        let condition = match all.len() {
+            0 => return Err(ConfigError::new(
+                "",
+                "a condition needs one of tokens_above, messages_above, window_fraction_above, over_budget",
+            )),
+            1 => all.pop().expect("one condition"),
+            _ => Condition::All(all),
+        };
+        condition.check()?;
+        Ok(condition)
+    }
+
     /// Checks thresholds once, when the pipeline is built.
     pub fn check(&self) -> Result<(), ConfigError> {
         match self {
@@ -40,7 +106,7 @@ impl Condition {
     }
 
     /// Whether the condition holds for `history` in `cx`.
-    pub fn holds(&self, history: &History<'_>, cx: &StepContext) -> Result<bool, String> {
+    pub fn holds(&self, history: &History<'_>, cx: &StepContext<'_>) -> Result<bool, String> {
         Ok(match self {
             Condition::TokensAbove(n) => history.total_tokens() > *n,
             Condition::MessagesAbove(n) => history.len() > *n,
@@ -124,7 +190,7 @@ impl Step for When {
         self.step.check()
     }
 
-    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         match self.condition.holds(history, cx) {
             Ok(true) => self.step.apply(history, cx),
             Ok(false) => Ok(()),

@@ -7,12 +7,9 @@
 //!   tokenizer, such as Claude), [`Calibrated`] (an estimate corrected from a provider's
 //!   reported `usage`), and `HfTokenizer` (a HuggingFace `tokenizer.json`, feature `hf`).
 //! - [`ChatCounter`]: counts messages and conversations the way a provider bills them.
-//! - [`AutogenOpenAiCounter`]: autogen-ext's own count of autogen messages, for its contexts.
 //! - [`CountCache`] and [`RunningCount`]: counting a conversation again after it changed
 //!   re-tokenizes only the messages that changed.
 
-mod approximate;
-mod autogen_openai;
 mod bpe;
 mod cache;
 mod chat;
@@ -20,23 +17,14 @@ mod estimate;
 #[cfg(feature = "hf")]
 mod hf;
 pub mod image;
-pub mod python_text;
 mod schema;
-pub mod tiktoken;
-mod tiktoken_memo;
 
-pub use approximate::{Approximate, LangchainContent, LangchainMessage, Measured};
-pub use autogen_openai::{
-    vision_tokens as autogen_vision_tokens, AutogenCountError, AutogenOpenAiCounter, AUTOGEN_REPLY_PRIMING,
-    AUTOGEN_TOKENS_PER_MESSAGE,
-};
 pub use bpe::OpenAiEncoding;
 pub use cache::{message_fingerprint, CountCache, RunningCount};
 pub use chat::{ChatCounter, Count, Framing, DEFAULT_FILE_TOKENS};
 pub use estimate::{Calibrated, Estimate};
 #[cfg(feature = "hf")]
 pub use hf::HfTokenizer;
-pub use tiktoken_memo::TiktokenMemo;
 
 /// Counts the tokens of a text for one tokenizer.
 ///

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import tightfit
-from tightfit.steps import HeadAndTail, KeepFirst, KeepLast, MiddleOut
+from tightfit import _native
 
 __all__ = [
     "TransformConfig",
@@ -70,10 +70,6 @@ __all__ = [
     "handle_transforms",
 ]
 
-#: The roles the engine keeps as system messages.
-_SYSTEM_ROLES = ("system", "developer")
-#: swarms halves a history of more than this many messages before removing by tokens.
-_HALVE_ABOVE = 50
 #: The model swarms (through litellm) counts with when it does not know the model.
 _FALLBACK_COUNTER = "gpt-4"
 
@@ -104,36 +100,6 @@ class TransformResult:
     was_compressed: bool
 
 
-def _message_limit(
-    limit: int,
-    length: int,
-    system: int,
-    recent: int,
-    keep_system: bool,
-    when: Dict[str, Any],
-) -> tuple[list[tightfit.Step], int]:
-    """The steps of swarms' ``_compress_message_count(messages, limit)`` for a history of
-    ``length`` messages, ``system`` of them kept as system messages, and the length swarms
-    leaves. The steps run only under ``when``."""
-    if length <= limit:
-        return [], length
-    keep = {"measure": "messages", "keep_system": keep_system, "keep_newest_user_turn": False, "when": when}
-    free = limit - system
-    if free <= 0:
-        # swarms keeps the system messages alone; a step keeps at least one message
-        return [KeepLast(1, **keep)], system + 1
-    recent = min(max(recent, 0), length - system)
-    middle = free - recent
-    if middle <= 0:
-        # the recent messages, and of those only the oldest `free` when they are too many
-        steps: list[tightfit.Step] = [KeepLast(recent, **keep)]
-        if middle < 0:
-            steps.append(KeepFirst(free, **keep))
-        return steps, limit
-    half = middle // 2
-    return [HeadAndTail(half + middle % 2, half + recent, **keep)], limit
-
-
 class MessageTransforms:
     """Fits messages to a model's window (or ``max_tokens``) with swarms' middle-out."""
 
@@ -144,29 +110,15 @@ class MessageTransforms:
         self._fitter = tightfit.Fitter()
 
     def _pipeline(self, messages: Sequence[Dict[str, Any]]) -> tightfit.Pipeline:
+        """swarms' choices for these messages: the engine's ``compat::swarms`` reads only their
+        roles and the configuration."""
         config = self.config
-        keep_system = config.preserve_system_messages
-        system = sum(1 for m in messages if m.get("role") in _SYSTEM_ROLES) if keep_system else 0
-        recent = config.preserve_recent_messages
-        steps: list[tightfit.Step] = []
-        length = len(messages)
-        if config.max_messages:
-            limit = config.max_messages
-            more, length = _message_limit(limit, length, system, recent, keep_system, {"messages_above": limit})
-            steps += more
-        if length > _HALVE_ABOVE:
-            when = {"messages_above": _HALVE_ABOVE, "over_budget": True}
-            steps += _message_limit(length // 2, length, system, recent, keep_system, when)[0]
-        first_is_system = bool(messages) and messages[0].get("role") in _SYSTEM_ROLES
-        steps.append(
-            MiddleOut(
-                keep_first=0 if first_is_system else 1,
-                keep_recent=1,
-                keep_system=keep_system,
-                keep_newest_user_turn=False,
-            )
+        return _native.swarms_pipeline(
+            messages,
+            config.max_messages or 0,
+            config.preserve_system_messages,
+            config.preserve_recent_messages,
         )
-        return tightfit.Pipeline(steps)
 
     def transform_messages(
         self,

@@ -24,8 +24,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
-use tightfit::steps::{Kept, LangchainTrim, ModelCount, PartialContent, Strategy};
-use tightfit::tokens::LangchainMessage;
+use tightfit::compat::langchain::{
+    Kept, LangchainMessage, LangchainTrim, ModelCount, PartialContent, Strategy,
+};
 
 use crate::errors::{guard, Failure};
 use counters::{approximate, cut_content, deep_copy, model_counter, Counter, PyCounter, Splitter};

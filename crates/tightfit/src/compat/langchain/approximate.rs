@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::python_text::{json_dumps_len, repr_len};
+use crate::compat::python::text::{json_dumps_len, repr_len};
 
 /// The content of a LangChain message.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,11 +8,11 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use tightfit::models::Registry;
-use tightfit::steps::{
-    Item, Lines, ListCounter, MessageCount, ModelCount, PartialContent, Source, TextSplitter,
+use tightfit::compat::langchain::{
+    Approximate, Item, Lines, ListCounter, MessageCount, ModelCount, PartialContent, Source, TextSplitter,
 };
-use tightfit::tokens::{Approximate, ChatCounter};
+use tightfit::models::Registry;
+use tightfit::tokens::ChatCounter;
 
 use crate::errors::Failure;
 

@@ -17,10 +17,13 @@
 //! the name of every message when `exclude_names` is set: O(max_messages) otherwise, however
 //! long the history (the Python package relies on this to read a caller's list lazily).
 
-use super::ag2_select::{is_tool_role, keep_steps_whole, Shape, Shapes};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::select::{is_tool_role, keep_steps_whole, Shape, Shapes};
 use crate::config::{FromParams, Params};
 use crate::history::History;
+use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+
+/// `ag2_history_limiter` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<Ag2HistoryLimiter>("ag2_history_limiter", &[]);
 
 /// AG2's `MessageHistoryLimiter`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -120,7 +123,7 @@ impl Step for Ag2HistoryLimiter {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let shapes: Vec<Shape> = history.messages().iter().map(|m| Shape::of(m)).collect();
         let mut read = |i: usize| Ok::<_, std::convert::Infallible>(shapes[i].clone());
         let mut excluded = |i: usize| Ok(self.excludes(shapes[i].name.as_deref()));

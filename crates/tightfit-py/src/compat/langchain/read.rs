@@ -10,9 +10,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::Value;
-use tightfit::steps::Source;
-use tightfit::tokens::python_text::{node_repr_len, ReprNode, Shape};
-use tightfit::tokens::{LangchainContent, LangchainMessage};
+use tightfit::compat::langchain::{LangchainContent, LangchainMessage, Source};
+use tightfit::compat::python::text::{node_repr_len, ReprNode, Shape};
 
 use crate::convert::to_value;
 use crate::errors::Failure;

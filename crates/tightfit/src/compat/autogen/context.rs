@@ -28,12 +28,13 @@
 
 use std::ops::Range;
 
-use super::autogen_message::AutogenMessage;
-use super::{ConfigError, Step, StepContext, StepError};
+use super::count::AutogenOpenAiCounter;
+use super::message::AutogenMessage;
 use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Message, Role};
-use crate::tokens::{AutogenOpenAiCounter, OpenAiEncoding};
+use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::tokens::OpenAiEncoding;
 
 /// The text autogen's head-and-tail context puts where it skipped messages.
 pub fn autogen_skipped_text(skipped: usize) -> String {
@@ -371,7 +372,7 @@ impl AutogenContext {
                 let counter = AutogenOpenAiCounter::new(*encoding);
                 let tokens = messages.iter().map(|m| counter.message(m)).collect::<Result<Vec<_>, _>>();
                 let tokens = tokens.map_err(|e| e.to_string())?;
-                token_limited(messages, breakage, &tokens, crate::tokens::AUTOGEN_REPLY_PRIMING, limit)
+                token_limited(messages, breakage, &tokens, super::count::AUTOGEN_REPLY_PRIMING, limit)
             }
         })
     }
@@ -405,7 +406,7 @@ impl Step for AutogenContext {
         }
     }
 
-    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         let messages: Vec<Message> = history.messages().iter().map(|m| m.as_ref().clone()).collect();
         let grouped = AutogenMessage::group(&messages);
         let (autogen, ranges): (Vec<_>, Vec<_>) = grouped.into_iter().unzip();
@@ -434,6 +435,27 @@ impl Step for AutogenContext {
         Ok(())
     }
 }
+
+/// `autogen_buffered` in configuration (autogen's `BufferedChatCompletionContext`).
+pub(crate) const BUFFERED: StepKind = StepKind {
+    name: "autogen_buffered",
+    aliases: &["BufferedChatCompletionContext"],
+    build: |p, _| Ok(Box::new(AutogenContext::from_params_named("autogen_buffered", p)?)),
+};
+
+/// `autogen_head_and_tail` in configuration (autogen's `HeadAndTailChatCompletionContext`).
+pub(crate) const HEAD_AND_TAIL: StepKind = StepKind {
+    name: "autogen_head_and_tail",
+    aliases: &["HeadAndTailChatCompletionContext"],
+    build: |p, _| Ok(Box::new(AutogenContext::from_params_named("autogen_head_and_tail", p)?)),
+};
+
+/// `autogen_token_limited` in configuration (autogen's `TokenLimitedChatCompletionContext`).
+pub(crate) const TOKEN_LIMITED: StepKind = StepKind {
+    name: "autogen_token_limited",
+    aliases: &["TokenLimitedChatCompletionContext"],
+    build: |p, _| Ok(Box::new(AutogenContext::from_params_named("autogen_token_limited", p)?)),
+};
 
 impl FromParams for AutogenContext {
     /// Not used directly: the step is built by [`AutogenContext::from_params_named`], which

@@ -9,7 +9,7 @@
 //! counted, not encoded; only the piece the cut falls in is encoded. O(length of the kept
 //! prefix).
 
-use super::OpenAiEncoding;
+use crate::tokens::OpenAiEncoding;
 
 /// Why a model name has no encoding here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

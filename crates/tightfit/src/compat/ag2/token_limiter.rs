@@ -33,21 +33,25 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::ag2_select::{keep_steps_whole, Shape, Shapes};
-use super::filter::{read_filter, MessageFilter};
-use super::{ConfigError, Step, StepContext, StepError};
+use super::select::{keep_steps_whole, Shape, Shapes};
+use crate::compat::python::tiktoken::{encoding_for_model, EncodingError};
+use crate::compat::python::TiktokenMemo;
 use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{ContentForm, Extra, Message, Part, TextPart};
 use crate::plan::ChangeKind;
-use crate::tokens::tiktoken::{encoding_for_model, EncodingError};
-use crate::tokens::{OpenAiEncoding, TiktokenMemo};
+use crate::steps::{read_filter, MessageFilter};
+use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::tokens::OpenAiEncoding;
 
 /// AG2's default model.
 pub const AG2_DEFAULT_MODEL: &str = "gpt-3.5-turbo-0613";
 
 /// Python's `sys.maxsize`: what AG2 uses for a limit that is not set.
 const MAXSIZE: i128 = i64::MAX as i128;
+
+/// `ag2_token_limiter` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<Ag2TokenLimiter>("ag2_token_limiter", &[]);
 
 /// AG2's `MessageTokenLimiter`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,7 +423,7 @@ impl Step for Ag2TokenLimiter {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let messages: Vec<Message> = history.messages().iter().map(|m| m.as_ref().clone()).collect();
         let mut read = |i: usize| Ok::<_, Ag2Error>(Cow::Borrowed(&messages[i]));
         let kept = self

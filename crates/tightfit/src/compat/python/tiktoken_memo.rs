@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::tiktoken::{disallowed_special, truncate_to_tokens};
-use super::{OpenAiEncoding, TokenCounter};
+use crate::tokens::{OpenAiEncoding, TokenCounter};
 
 /// The most texts whose counts are remembered before the memo starts again.
 const COUNTS_CAPACITY: usize = 1 << 18;

@@ -41,13 +41,14 @@ use std::convert::Infallible;
 
 use serde_json::Value;
 
-use super::{ConfigError, Step, StepContext, StepError};
+use super::approximate::{Approximate, LangchainContent, LangchainMessage};
 use crate::config::{FromParams, Params};
 use crate::format::{messages_to_value, parse_messages, Format};
 use crate::history::History;
 use crate::message::Message;
 use crate::plan::ChangeKind;
-use crate::tokens::{Approximate, ChatCounter, LangchainContent, LangchainMessage};
+use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::tokens::ChatCounter;
 
 /// Which end `trim_messages` keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -352,6 +353,9 @@ pub enum TrimCounter {
     #[default]
     Model,
 }
+
+/// `langchain_trim` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<LangchainTrim>("langchain_trim", &["trim_messages"]);
 
 /// LangChain's `trim_messages`.
 #[derive(Debug, Clone, PartialEq)]
@@ -759,7 +763,7 @@ impl Step for LangchainTrim {
         self.check_args()
     }
 
-    fn apply(&self, history: &mut History<'_>, cx: &StepContext) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         let max = self.max_tokens.or(cx.budget.map(|b| b as f64)).ok_or_else(|| {
             StepError::new(self.name(), "no token budget: set max_tokens or give the call a budget")
         })?;
@@ -844,7 +848,7 @@ impl FromParams for LangchainTrim {
 }
 
 #[cfg(test)]
-#[path = "langchain_conformance.rs"]
+#[path = "conformance.rs"]
 mod conformance;
 
 #[cfg(test)]

@@ -19,8 +19,8 @@
 
 use serde_json::Value;
 
-use super::{OpenAiEncoding, TokenCounter};
-use crate::steps::{AutogenMessage, AutogenPart};
+use super::message::{AutogenMessage, AutogenPart};
+use crate::tokens::{OpenAiEncoding, TokenCounter};
 
 /// Tokens autogen-ext adds for every message, whatever it holds.
 pub const AUTOGEN_TOKENS_PER_MESSAGE: usize = 3;

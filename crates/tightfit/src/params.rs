@@ -4,9 +4,49 @@
 //! as unknown, with the closest known name as a suggestion. Numbers must be whole and not
 //! negative where a count is expected; a wrong type says what was found.
 
+use std::fmt;
+
 use serde_json::{Map, Value};
 
-use crate::steps::ConfigError;
+/// A configuration error, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Where: `steps[2].max_length`, or a step's parameter name.
+    pub key: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            f.write_str(&self.reason)
+        } else {
+            write!(f, "{}: {}", self.key, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// An error at `key`.
+    pub fn new(key: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+        ConfigError { key: key.into(), reason: reason.into() }
+    }
+
+    /// The same error under a parent key (`steps[2]` + `max_length`).
+    pub fn within(self, parent: &str) -> ConfigError {
+        let key = if self.key.is_empty() {
+            parent.to_string()
+        } else if self.key.starts_with('[') {
+            format!("{parent}{}", self.key)
+        } else {
+            format!("{parent}.{}", self.key)
+        };
+        ConfigError { key, reason: self.reason }
+    }
+}
 
 /// A step's parameters, as read from YAML, TOML or JSON.
 #[derive(Debug, Clone, Default)]
@@ -131,6 +171,11 @@ impl Params {
     /// Any value (a nested map, say), for the caller to read.
     pub fn value(&mut self, keys: &[&'static str]) -> Option<Value> {
         self.take(keys).map(|(_, v)| v)
+    }
+
+    /// Every key a read has asked for so far, aliases included, in the order asked.
+    pub fn known(&self) -> &[&'static str] {
+        &self.known
     }
 
     /// Fails on any key no read asked for, suggesting the closest known one.

@@ -12,12 +12,14 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use serde_json::Value;
-use tightfit::config::Params;
-use tightfit::steps::{
-    autogen_token_limited, autogen_token_limited_with, AutogenContext, AutogenMessage, AutogenPolicy,
-    AutogenView, ConfigError, InputBreakage, Step, ViewPart,
+use tightfit::compat::autogen::{
+    token_limited as autogen_token_limited, token_limited_with as autogen_token_limited_with, AutogenContext,
+    AutogenMessage, AutogenOpenAiCounter, AutogenPolicy, AutogenView, InputBreakage, ViewPart,
+    AUTOGEN_REPLY_PRIMING,
 };
-use tightfit::tokens::{AutogenOpenAiCounter, OpenAiEncoding, AUTOGEN_REPLY_PRIMING};
+use tightfit::config::Params;
+use tightfit::steps::{ConfigError, Step};
+use tightfit::tokens::OpenAiEncoding;
 
 use crate::convert::to_value;
 use crate::errors::{guard, Failure};
@@ -121,7 +123,7 @@ impl PyAutogenHistory {
             for m in &messages[tokens.len()..] {
                 tokens.push(counter.message(m)?);
             }
-            Ok::<_, tightfit::tokens::AutogenCountError>(())
+            Ok::<_, tightfit::compat::autogen::AutogenCountError>(())
         })
         .map_err(|e| PyValueError::new_err(e.to_string()))
     }

@@ -8,21 +8,21 @@
 //! reads are Python calls); the token work between them is the engine's.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Mutex, TryLockError};
 
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
+use tightfit::compat::ag2::select::Shape;
+use tightfit::compat::ag2::{string_tokens, text_tokens, Ag2Error, Ag2HistoryLimiter, Ag2TokenLimiter};
+use tightfit::compat::python::TiktokenMemo;
 use tightfit::config::{FromParams, Params};
+use tightfit::fit::{Fitter, RunOptions};
 use tightfit::format::{messages_to_value, parse_messages, Format, FormatError};
-use tightfit::history::History;
 use tightfit::message::Message;
-use tightfit::steps::ag2_select::Shape;
-use tightfit::steps::{
-    string_tokens, text_tokens, Ag2Error, Ag2HistoryLimiter, Ag2TokenLimiter, Step, StepContext,
-};
-use tightfit::tokens::{ChatCounter, CountCache, Framing, TiktokenMemo, TokenCounter};
+use tightfit::steps::Step;
+use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 
 use crate::convert::{to_python, to_value};
 use crate::errors::Failure;
@@ -193,7 +193,7 @@ fn peer_error(e: Ag2Error) -> PyErr {
             reason: message.split_once(": ").map_or(message.clone(), |(_, r)| r.to_string()),
         }
         .into(),
-        Ag2Error::Model(tightfit::tokens::tiktoken::EncodingError::UnknownModel(_)) => {
+        Ag2Error::Model(tightfit::compat::python::tiktoken::EncodingError::UnknownModel(_)) => {
             PyKeyError::new_err(message)
         }
         Ag2Error::Model(_) => Failure::Config(tightfit::steps::ConfigError::new("model", message)).into(),
@@ -316,20 +316,6 @@ enum Content {
     Message(Message),
 }
 
-/// A counter that counts nothing, for [`apply_steps`]: steps that never read a count (AG2's
-/// content names) then cost no tokenizer pass.
-struct Uncounted;
-
-impl TokenCounter for Uncounted {
-    fn name(&self) -> &str {
-        "uncounted"
-    }
-
-    fn count(&self, _text: &str) -> usize {
-        0
-    }
-}
-
 /// Runs `pipeline`'s steps over OpenAI `messages` as they are: no budget, no repair of a
 /// broken input, no validation (a peer's transform passes its input's faults through), and no
 /// token counts (so only for steps that do not count). Returns the messages (the caller's
@@ -342,19 +328,16 @@ pub(crate) fn apply_steps<'py>(
 ) -> PyResult<(Bound<'py, PyList>, usize)> {
     let raw = RawInput::read(messages, None, Some("openai"))?;
     let pipeline = pipeline.get().inner.clone();
-    let (plan, steps_failed) = py.detach(|| -> Result<_, Failure> {
+    let plan = py.detach(|| -> Result<_, Failure> {
         let conversation = raw.parse()?;
-        let counter = ChatCounter::new(Arc::new(Uncounted), Framing::OpenAi);
-        let input = conversation.messages.as_slice();
-        let mut history = History::new(input, None, &counter, CountCache::new(), Format::OpenAi);
-        let cx = StepContext { budget: None, window: None, provider: Format::OpenAi };
-        let ran = pipeline.run(&mut history, &cx);
-        let (_, plan, _) = history.finish(input);
-        Ok((plan, ran.err()))
+        // the steps alone: no budget, no repair, no validation, no token counts
+        let options = RunOptions::steps_only().with_provider(Format::OpenAi);
+        let counter = ChatCounter::openai(OpenAiEncoding::O200kBase);
+        Fitter::new()
+            .run(&conversation, &counter, Some(&pipeline), &options)
+            .map(|fitted| fitted.plan)
+            .map_err(Failure::Fit)
     })?;
-    if let Some(e) = steps_failed {
-        return Err(Failure::Fit(e.into()).into());
-    }
     let out = PyList::empty(py);
     let mut changed = 0;
     for entry in &plan.output {
