@@ -285,7 +285,7 @@ mod tests {
     use super::*;
     use crate::format::Format;
     use crate::message::Message;
-    use crate::steps::drop_tool_calls::tests::anthropic_cx;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
 

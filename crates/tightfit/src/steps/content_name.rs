@@ -17,7 +17,7 @@
 //! than given text it did not have, as AG2 does. Only text changes, so the history stays
 //! valid. Cost: O(messages + length of the changed texts).
 
-use super::filter::{read_filter, MessageFilter};
+use super::shared::filter::{read_filter, MessageFilter};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;

@@ -23,8 +23,8 @@ use std::hash::Hash;
 
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
-use super::drop_binary::protected_messages;
-use super::keep_last::read_keep;
+use super::shared::keep::protected_messages;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -344,7 +344,7 @@ fn joined_text(parts: &[Part]) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use crate::format::Format;
-    use crate::steps::drop_tool_calls::tests::anthropic_cx;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in};
     use crate::validate::validate;
 

@@ -12,7 +12,8 @@
 //! call, so one that would be left empty gets the placeholder text even when `placeholder` is
 //! off. System messages and the newest user turn are kept by default. Cost: O(parts).
 
-use super::keep_last::read_keep;
+use super::shared::keep::protected_messages;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -80,17 +81,6 @@ impl Step for DropBinary {
         }
         Ok(())
     }
-}
-
-/// For each message, whether it belongs to a unit `keep` protects.
-pub(crate) fn protected_messages(history: &History<'_>, keep: Keep) -> Vec<bool> {
-    let mut out = vec![false; history.len()];
-    for (unit, protected) in history.units().iter().zip(history.protected_units(keep)) {
-        if protected {
-            out[unit.messages.clone()].fill(true);
-        }
-    }
-    out
 }
 
 fn is_binary(part: &Part) -> bool {
@@ -243,14 +233,11 @@ fn shorten(label: &str) -> String {
 mod tests {
     use super::*;
     use crate::format::Format;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
 
     const PNG: &str = "data:image/png;base64,iVBORw0KGgo=";
-
-    fn anthropic_cx() -> StepContext<'static> {
-        StepContext::new(Format::Anthropic)
-    }
 
     fn openai_media() -> Vec<Message> {
         openai(&format!(

@@ -17,7 +17,7 @@
 //! there too), in every message: protection keeps a message, and a blank part carries nothing
 //! of it. Cost: O(parts).
 
-use super::keep_last::read_keep;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -167,7 +167,7 @@ fn has_content_list_parts(message: &Message) -> bool {
 mod tests {
     use super::*;
     use crate::format::{messages_to_value, Format};
-    use crate::steps::drop_tool_calls::tests::anthropic_cx;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
 

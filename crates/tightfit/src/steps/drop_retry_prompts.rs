@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use regex::Regex;
 
 use super::drop_tool_calls::{call_sites, remove_calls, CallSite, ResultAt};
-use super::keep_last::read_keep;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -295,7 +295,7 @@ fn parts_text(parts: &[Part]) -> String {
 mod tests {
     use super::*;
     use crate::format::Format;
-    use crate::steps::drop_tool_calls::tests::anthropic_cx;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
 

@@ -8,6 +8,7 @@
 //! tool results, when the history ends in tool results) is kept by default. An assistant
 //! message left with nothing (it held only thinking) is removed. Cost: O(messages).
 
+use super::shared::keep::current_turn_start;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::History;
@@ -52,23 +53,6 @@ fn is_thinking(part: &Part, redacted: bool) -> bool {
         Part::RedactedThinking(_) => redacted,
         _ => false,
     }
-}
-
-/// The index of the first message of the current tool turn, if the history ends inside one
-/// (its last message holds only tool results): the message after the last user message that
-/// carries the user's own words. The same rule as the validator's.
-pub(crate) fn current_turn_start(history: &History<'_>) -> Option<usize> {
-    let messages = history.messages();
-    let last = messages.last()?;
-    let only_results = matches!(last.role, Role::Tool | Role::Function)
-        || (!last.parts.is_empty() && last.parts.iter().all(|p| matches!(p, Part::ToolResult(_))));
-    if !only_results {
-        return None;
-    }
-    let is_user_words = |m: &crate::message::Message| {
-        m.role == Role::User && !m.parts.iter().all(|p| matches!(p, Part::ToolResult(_)))
-    };
-    Some(messages.iter().rposition(|m| is_user_words(m)).map_or(0, |i| i + 1))
 }
 
 impl Step for DropThinking {

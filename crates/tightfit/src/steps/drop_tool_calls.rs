@@ -18,8 +18,8 @@
 
 use std::collections::HashMap;
 
-use super::drop_thinking::current_turn_start;
-use super::keep_last::read_keep;
+use super::shared::keep::current_turn_start;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};

@@ -19,9 +19,8 @@
 //! a step's results message). A run at the very end puts the placeholder last.
 //! Cost: O(messages).
 
-use super::keep_first::keep_first;
-use super::keep_last::{measure_word, read_keep};
-use super::select::{apply_mask, keep_last, protected, sizes, Measure};
+use super::shared::keep::{measure_word, read_keep};
+use super::shared::select::{apply_mask, keep_first, keep_last, protected, sizes, Measure};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -178,15 +177,12 @@ mod tests {
     use super::*;
     use crate::format::Format;
     use crate::message::Part;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
     use serde_json::json;
 
     const BARE: Keep = Keep { system: false, newest_user_turn: false };
-
-    fn anthropic_cx() -> StepContext<'static> {
-        StepContext::new(Format::Anthropic)
-    }
 
     /// autogen's parallel-call conversation in OpenAI shape: system, user, assistant calling
     /// twice, two results, assistant, user (7 messages).

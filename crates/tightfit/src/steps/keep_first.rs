@@ -9,8 +9,9 @@
 //! two messages of the conversation proper, after the instructions, as llmling does, where the
 //! system prompt is not a message of its own). Cost: O(messages).
 
-use super::keep_last::{measure_word, read_keep};
-use super::select::{apply_mask, protected, sizes, Measure};
+use super::shared::keep::{measure_word, read_keep};
+use super::shared::select::keep_first;
+use super::shared::select::{apply_mask, protected, Measure};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -89,52 +90,17 @@ impl FromParams for KeepFirst {
     }
 }
 
-/// Marks in `mask` the first `count` (under `measure`) units, never splitting a unit: counting
-/// from the start, a unit is kept while the total stays within `count`; selection stops at the
-/// first unit that would go over. Units already marked (protected) are skipped and not
-/// counted. With pairs, turns of size 0 open the step after them: they are kept only if that
-/// step is (turns after the last step belong to the trailing pair and go with it).
-/// O(units).
-pub(crate) fn keep_first(history: &History<'_>, count: usize, measure: Measure, mask: &mut [bool]) {
-    let sizes = sizes(history, measure);
-    let mut used = 0;
-    let mut opening = Vec::new();
-    for (i, &size) in sizes.iter().enumerate() {
-        if mask[i] {
-            continue;
-        }
-        if size == 0 {
-            opening.push(i);
-            continue;
-        }
-        if used + size > count {
-            return;
-        }
-        used += size;
-        for j in opening.drain(..) {
-            mask[j] = true;
-        }
-        mask[i] = true;
-    }
-    for j in opening {
-        mask[j] = true;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format::Format;
     use crate::message::Part;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts, tool_history};
     use crate::validate::validate;
     use serde_json::json;
 
     const BARE: Keep = Keep { system: false, newest_user_turn: false };
-
-    fn anthropic_cx() -> StepContext<'static> {
-        StepContext::new(Format::Anthropic)
-    }
 
     /// user, assistant with two parallel calls, their results, assistant, user.
     fn parallel_anthropic() -> Vec<crate::message::Message> {

@@ -7,7 +7,8 @@
 //! after it and holds fewer than N. System messages and the newest user turn are kept in
 //! addition unless `keep` says otherwise. Cost: O(messages).
 
-use super::select::{apply_mask, keep_last, protected, Measure};
+use super::shared::keep::{measure_word, read_keep};
+use super::shared::select::{apply_mask, keep_last, protected, Measure};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -99,25 +100,6 @@ impl FromParams for KeepLast {
             step.keep_first_message = first;
         }
         Ok(step)
-    }
-}
-
-/// Reads `keep_system` (alias `preserve_system_messages`) and `keep_newest_user_turn`.
-pub(crate) fn read_keep(p: &mut Params, mut keep: Keep) -> Result<Keep, ConfigError> {
-    if let Some(system) = p.bool(&["keep_system", "preserve_system_messages"])? {
-        keep.system = system;
-    }
-    if let Some(newest) = p.bool(&["keep_newest_user_turn"])? {
-        keep.newest_user_turn = newest;
-    }
-    Ok(keep)
-}
-
-pub(crate) fn measure_word(measure: Measure) -> &'static str {
-    match measure {
-        Measure::Messages => "messages",
-        Measure::Pairs => "pairs",
-        Measure::Units => "units",
     }
 }
 

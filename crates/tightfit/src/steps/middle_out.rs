@@ -18,7 +18,7 @@
 //! If the protected units alone do not fit, the step leaves them and `fit` reports by how much
 //! they are over. Cost: O(units) to select; step 3 tokenizes only the texts it cuts.
 
-use super::keep_last::read_keep;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep, Origin};

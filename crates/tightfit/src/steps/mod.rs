@@ -37,12 +37,11 @@ mod drop_empty;
 mod drop_retry_prompts;
 mod drop_thinking;
 mod drop_tool_calls;
-mod filter;
 mod head_and_tail;
 mod keep_first;
 mod keep_last;
 mod middle_out;
-mod select;
+pub(crate) mod shared;
 mod summarize;
 mod task_truncation;
 #[cfg(test)]
@@ -60,19 +59,18 @@ pub use drop_empty::DropEmpty;
 pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
 pub use drop_thinking::DropThinking;
 pub use drop_tool_calls::DropToolCalls;
-#[cfg(feature = "compat")]
-pub(crate) use filter::read_filter;
-pub use filter::MessageFilter;
 pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
-pub use select::Measure;
+pub use shared::cut::TRUNCATED_MARKER;
+pub use shared::filter::MessageFilter;
+pub use shared::select::Measure;
 pub use summarize::Summarize;
 pub use task_truncation::{TaskScope, TaskTruncation};
 pub use token_budget::TokenBudget;
 pub use truncate_text::TruncateText;
-pub use truncate_tool_results::{TruncateToolResults, TRUNCATED_MARKER};
+pub use truncate_tool_results::TruncateToolResults;
 pub use when::{Condition, When};
 
 /// Where a step runs: the budget and window of the call, the provider's rules, and (from the

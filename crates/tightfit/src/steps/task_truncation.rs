@@ -34,8 +34,8 @@
 
 use std::ops::Range;
 
-use super::keep_last::read_keep;
-use super::select::{apply_mask, protected};
+use super::shared::keep::read_keep;
+use super::shared::select::{apply_mask, protected};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -175,13 +175,10 @@ mod tests {
     use super::*;
     use crate::format::Format;
     use crate::message::Message;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
     use serde_json::json;
-
-    fn anthropic_cx() -> StepContext<'static> {
-        StepContext::new(Format::Anthropic)
-    }
 
     /// system, the task, a tool step, a user turn, a text step, a step with two parallel
     /// calls answered out of order, a text step, the newest user turn (11 messages).

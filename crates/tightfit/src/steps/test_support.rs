@@ -33,6 +33,11 @@ pub fn tool_history() -> Vec<Message> {
 }
 
 /// The o200k counter with OpenAI framing.
+/// A context for Anthropic's rules, with no budget.
+pub fn anthropic_cx() -> StepContext<'static> {
+    StepContext::new(Format::Anthropic)
+}
+
 pub fn counter() -> ChatCounter {
     ChatCounter::openai(OpenAiEncoding::O200kBase)
 }

@@ -21,9 +21,9 @@
 //! it does not break its promise to keep them, and `fit` reports that the history does not
 //! fit. Cost: O(units) plus, with `allow_partial`, a binary search over one message's text.
 
-use super::keep_last::read_keep;
-use super::select::{apply_mask, protected};
-use super::truncate_tool_results::plan_cut;
+use super::shared::cut::plan_cut;
+use super::shared::keep::read_keep;
+use super::shared::select::{apply_mask, protected};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};

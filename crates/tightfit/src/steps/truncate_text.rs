@@ -15,9 +15,10 @@
 //! same way on every call. Cost: O(text length) for character limits; for token limits a
 //! tokenization of each message's text, and a binary search over the ones that are cut.
 
-use super::filter::{read_filter, MessageFilter};
-use super::keep_last::read_keep;
-use super::truncate_tool_results::{check_limit, plan_cut, read_keep_part, read_length, TRUNCATED_MARKER};
+use super::shared::cut::{check_limit, plan_cut, read_keep_part, read_length, TRUNCATED_MARKER};
+use super::shared::filter::{read_filter, MessageFilter};
+use super::shared::keep::protected_messages;
+use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
@@ -75,16 +76,6 @@ impl TruncateText {
     pub fn for_roles(self, roles: &[Role]) -> TruncateText {
         TruncateText { roles: roles.to_vec(), ..self }
     }
-}
-
-/// For each message, whether it belongs to a unit `keep` protects.
-fn protected_messages(history: &History<'_>, keep: Keep) -> Vec<bool> {
-    let mut protected = vec![false; history.len()];
-    let flags = history.protected_units(keep);
-    for (unit, _) in history.units().iter().zip(flags).filter(|(_, p)| *p) {
-        protected[unit.messages.clone()].fill(true);
-    }
-    protected
 }
 
 impl Step for TruncateText {

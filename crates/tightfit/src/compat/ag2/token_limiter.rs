@@ -40,7 +40,7 @@ use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{ContentForm, Extra, Message, Part, TextPart};
 use crate::plan::ChangeKind;
-use crate::steps::{read_filter, MessageFilter};
+use crate::steps::shared::filter::{read_filter, MessageFilter};
 use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::tokens::OpenAiEncoding;
 

@@ -54,6 +54,38 @@ pub(crate) fn sizes(history: &History<'_>, measure: Measure) -> Vec<usize> {
     }
 }
 
+/// Marks in `mask` the first `count` (under `measure`) units, never splitting a unit: counting
+/// from the start, a unit is kept while the total stays within `count`; selection stops at the
+/// first unit that would go over. Units already marked (protected) are skipped and not
+/// counted. With pairs, turns of size 0 open the step after them: they are kept only if that
+/// step is (turns after the last step belong to the trailing pair and go with it).
+/// O(units).
+pub(crate) fn keep_first(history: &History<'_>, count: usize, measure: Measure, mask: &mut [bool]) {
+    let sizes = sizes(history, measure);
+    let mut used = 0;
+    let mut opening = Vec::new();
+    for (i, &size) in sizes.iter().enumerate() {
+        if mask[i] {
+            continue;
+        }
+        if size == 0 {
+            opening.push(i);
+            continue;
+        }
+        if used + size > count {
+            return;
+        }
+        used += size;
+        for j in opening.drain(..) {
+            mask[j] = true;
+        }
+        mask[i] = true;
+    }
+    for j in opening {
+        mask[j] = true;
+    }
+}
+
 /// The mask that keeps the last `count` (under `measure`) units, never splitting a unit:
 /// counting from the end, a unit is kept while the total stays within `count`; selection
 /// stops at the first unit that would go over. A protected unit (already set in `mask`)

@@ -14,9 +14,8 @@
 
 use serde_json::{Map, Value};
 
-use super::ConfigError;
-use crate::config::{FromParams, Params};
 use crate::message::Message;
+use crate::params::{ConfigError, FromParams, Params};
 
 /// Restricts a step to some messages (AG2 `filter_dict` + `exclude_filter`).
 #[derive(Debug, Clone, PartialEq, Eq)]
