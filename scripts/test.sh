@@ -11,6 +11,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features
+echo "== the engine without its peer emulation (feature compat off): lints and unit tests"
+cargo clippy -p tightfit --all-targets -- -D warnings
+cargo test -p tightfit --lib
 
 echo "== python: wheel, install, pytest"
 # the virtual environment at the repository root (gitignored), made once and reused

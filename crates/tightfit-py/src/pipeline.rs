@@ -136,6 +136,12 @@ pub(crate) fn check_step(config: &Bound<'_, PyAny>) -> PyResult<()> {
     config::step_from_value(value).map(drop).map_err(|e| Failure::Config(e).into())
 }
 
+/// Every step configuration accepts: its name, its aliases and its keys.
+#[pyfunction]
+pub(crate) fn step_schema() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
+    config::step_kinds().map(|kind| (kind.name, kind.aliases.to_vec(), config::step_keys(kind))).collect()
+}
+
 /// The step names configuration accepts, ours with their peers' aliases.
 #[pyfunction]
 pub(crate) fn step_names() -> Vec<(&'static str, Vec<&'static str>)> {

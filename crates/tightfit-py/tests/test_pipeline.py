@@ -97,6 +97,18 @@ def test_every_engine_step_has_a_class() -> None:
     assert sorted(STEP_CLASSES) == sorted(name for name, _aliases in _native.step_names())
 
 
+@pytest.mark.parametrize("name, keys", [(name, keys) for name, _aliases, keys in _native.step_schema()])
+def test_every_key_the_engine_reads_is_a_keyword_of_its_class(name: str, keys: list[str]) -> None:
+    # the engine exports each step's keys (what its builder asks for); a key added there and
+    # not to the Python class is named here
+    cls = STEP_CLASSES.get(name)
+    assert cls is not None, f"the engine step {name!r} has no class in tightfit.steps"
+    assert cls.__name__ in tightfit.steps.__all__ and cls.__name__ in tightfit.__all__, f"{cls.__name__} is not exported"
+    keywords = set(inspect.signature(cls).parameters) - {"when"}
+    missing = [key for key in keys if key not in keywords]
+    assert not missing, f"{cls.__name__} lacks the engine's keys {missing}"
+
+
 @pytest.mark.parametrize("name", sorted(STEP_CLASSES))
 def test_every_keyword_is_a_key_the_engine_knows(name: str) -> None:
     cls = STEP_CLASSES[name]

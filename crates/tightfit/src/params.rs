@@ -53,6 +53,7 @@ impl ConfigError {
 pub struct Params {
     map: Map<String, Value>,
     known: Vec<&'static str>,
+    asked: Vec<&'static str>,
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -69,12 +70,13 @@ fn kind(value: &Value) -> &'static str {
 impl Params {
     /// Parameters from a map.
     pub fn new(map: Map<String, Value>) -> Params {
-        Params { map, known: Vec::new() }
+        Params { map, known: Vec::new(), asked: Vec::new() }
     }
 
     /// Takes the first of `keys` present (a name and its aliases), `null` counting as absent.
     pub fn take(&mut self, keys: &[&'static str]) -> Option<(&'static str, Value)> {
         self.known.extend_from_slice(keys);
+        self.asked.extend(keys.first().copied());
         let mut found = None;
         for key in keys {
             if let Some(value) = self.map.remove(*key) {
@@ -173,9 +175,10 @@ impl Params {
         self.take(keys).map(|(_, v)| v)
     }
 
-    /// Every key a read has asked for so far, aliases included, in the order asked.
-    pub fn known(&self) -> &[&'static str] {
-        &self.known
+    /// The keys reads have asked for so far, by their first name (aliases left out), in the
+    /// order asked.
+    pub fn asked(&self) -> &[&'static str] {
+        &self.asked
     }
 
     /// Fails on any key no read asked for, suggesting the closest known one.

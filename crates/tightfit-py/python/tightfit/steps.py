@@ -314,14 +314,18 @@ class KeepLast(Step):
         keep_system: bool | None = None,
         keep_newest_user_turn: bool | None = None,
         keep_first_message: bool | None = None,
+        count_pairs: bool | None = None,
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
+        """``count_pairs`` is llmling's spelling: ``True`` is ``measure="pairs"``, ``False``
+        ``measure="messages"``."""
         super().__init__(
             count=count,
             measure=measure,
             keep_system=keep_system,
             keep_newest_user_turn=keep_newest_user_turn,
             keep_first_message=keep_first_message,
+            count_pairs=count_pairs,
             when=when,
         )
 
@@ -554,7 +558,9 @@ class When(Step):
         messages_above: int | None = None,
         window_fraction_above: float | None = None,
         over_budget: bool | None = None,
+        threshold: int | None = None,
     ) -> None:
+        """``threshold`` is llmling's ``WhenMessageCountExceeds``: ``messages_above``."""
         inner = step.to_config() if isinstance(step, Step) else dict(step)
         super().__init__(
             step=inner,
@@ -562,6 +568,7 @@ class When(Step):
             messages_above=messages_above,
             window_fraction_above=window_fraction_above,
             over_budget=over_budget,
+            threshold=threshold,
         )
 
 

@@ -161,6 +161,23 @@ pub fn step_kinds() -> impl Iterator<Item = &'static StepKind> {
     CATALOGUE.iter().chain(peers)
 }
 
+/// The keys configuration accepts for a step (`count`, `measure`, `keep_system`, ...; not
+/// `type` or `when`), by their first name: what its builder asks for when given none. The
+/// Python package's step classes are checked against these, so a key added to a step and not
+/// to its class fails a test.
+pub fn step_keys(kind: &StepKind) -> Vec<&'static str> {
+    let mut params = Params::new(serde_json::Map::new());
+    // the build itself may fail (a required key is missing): only what it asked for counts
+    let _ = (kind.build)(&mut params, &|_| Err(ConfigError::new("step", "not built")));
+    let mut keys = Vec::new();
+    for key in params.asked() {
+        if !keys.contains(key) {
+            keys.push(*key);
+        }
+    }
+    keys
+}
+
 /// The peers' step names, known without the `compat` feature so that a configuration naming
 /// one gets a clear error instead of "unknown step".
 const PEER_STEP_NAMES: &[&str] = &[
@@ -193,4 +210,56 @@ fn build(name: &str, p: &mut Params) -> Result<Box<dyn Step>, ConfigError> {
         .map(|(_, k)| format!("; did you mean {k:?}?"))
         .unwrap_or_default();
     Err(ConfigError::new("type", format!("unknown step {name:?}{suggestion}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_and_alias_names_one_step() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in step_kinds() {
+            for name in std::iter::once(&kind.name).chain(kind.aliases) {
+                assert!(seen.insert(*name), "{name:?} names two steps");
+            }
+        }
+    }
+
+    #[test]
+    fn a_step_built_from_its_kind_reports_the_kind_s_name() {
+        for kind in step_kinds() {
+            let value = if kind.name == "when" {
+                serde_json::json!({"type": kind.name, "step": {"type": "keep_last"}})
+            } else {
+                serde_json::json!({"type": kind.name})
+            };
+            let step = step_from_value(value).unwrap_or_else(|e| panic!("{}: {e}", kind.name));
+            // a guard reports as the step it guards
+            let expected = if kind.name == "when" { "keep_last" } else { kind.name };
+            assert_eq!(step.name(), expected);
+        }
+    }
+
+    #[test]
+    fn a_step_s_keys_are_what_its_builder_reads() {
+        let keep_last = step_kinds().find(|k| k.name == "keep_last").unwrap();
+        let keys = step_keys(keep_last);
+        for key in ["count", "measure", "keep_system", "keep_newest_user_turn", "keep_first_message"] {
+            assert!(keys.contains(&key), "{key} missing from {keys:?}");
+        }
+        assert!(!keys.contains(&"preserve_system_messages"), "an alias is not a key of its own: {keys:?}");
+        let when = step_kinds().find(|k| k.name == "when").unwrap();
+        assert_eq!(
+            step_keys(when),
+            ["tokens_above", "messages_above", "window_fraction_above", "over_budget", "threshold", "step"]
+        );
+    }
+
+    #[cfg(not(feature = "compat"))]
+    #[test]
+    fn a_peer_step_without_the_compat_feature_says_what_is_missing() {
+        let err = step_from_value(serde_json::json!({"type": "ag2_token_limiter"})).unwrap_err();
+        assert!(err.reason.contains("`compat` feature"), "{err}");
+    }
 }
