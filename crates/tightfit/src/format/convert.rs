@@ -13,7 +13,7 @@ use crate::message::{
     TextPart, ThinkingOrigin, Tool, ToolCall, ToolResult, ToolStyle,
 };
 
-use super::anthropic::split_data_uri;
+use super::common::split_data_uri;
 use super::{Conversation, Format};
 
 /// The result of a conversion: the converted conversation and what could not be carried over.

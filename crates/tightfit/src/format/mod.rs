@@ -9,6 +9,7 @@
 //! request body, or any record that carries one — its other fields are kept).
 
 mod anthropic;
+mod common;
 mod content;
 mod convert;
 mod detect;

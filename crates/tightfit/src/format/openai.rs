@@ -1,4 +1,5 @@
-//! OpenAI Chat Completions: reading and writing messages, tools and request bodies.
+//! OpenAI Chat Completions: reading and writing messages, tools and request bodies (content
+//! parts are read and written in `common`, beside Anthropic's blocks).
 //!
 //! Interpreted message fields: `role`, `content` (string, null, or parts: `text`,
 //! `image_url`, `input_audio`, `file`, `refusal`), `name`, `tool_calls`, `tool_call_id`,
@@ -9,12 +10,13 @@
 
 use serde_json::{Map, Value};
 
+use super::common::{extend_missing, read_part, read_request_fields, write_part};
 use super::content::{self, take_tools, write_content};
 use super::path::{array, object, string, take, take_optional_string, Path};
-use super::{anthropic, Conversation, Format, FormatError, RequestFields};
+use super::{Conversation, Format, FormatError};
 use crate::message::{
-    Arguments, AudioPart, CallStyle, ContentForm, Extra, FilePart, ImagePart, ImageSource, ImageStyle,
-    Message, Part, RefusalPart, Role, TextPart, ThinkingOrigin, ThinkingPart, Tool, ToolCall, ToolStyle,
+    Arguments, CallStyle, ContentForm, Extra, Message, Part, Role, ThinkingOrigin, ThinkingPart, Tool,
+    ToolCall, ToolStyle,
 };
 
 pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
@@ -37,32 +39,6 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
         }
         other => Err(Path::root("").expected("an array of messages or an object", &other)),
     }
-}
-
-/// Reads `model`, `max_tokens` and `max_completion_tokens`; everything else stays extra.
-pub(super) fn read_request_fields(
-    map: Map<String, Value>,
-    root: &Path,
-) -> Result<RequestFields, FormatError> {
-    let mut fields = RequestFields::default();
-    for (key, value) in map {
-        match (key.as_str(), value) {
-            ("model", Value::String(s)) => fields.model = Some(s),
-            ("max_tokens", Value::Number(n)) if n.as_u64().is_some() => fields.max_tokens = n.as_u64(),
-            ("max_completion_tokens", Value::Number(n)) if n.as_u64().is_some() => {
-                fields.max_completion_tokens = n.as_u64()
-            }
-            ("max_tokens" | "max_completion_tokens", v @ (Value::Number(_) | Value::String(_)))
-            | ("model", v @ (Value::Number(_) | Value::Bool(_))) => {
-                let what = if key == "model" { "a string" } else { "a non-negative integer" };
-                return Err(root.key(&key).expected(what, &v));
-            }
-            (_, value) => {
-                fields.extra.insert(key, value);
-            }
-        }
-    }
-    Ok(fields)
 }
 
 pub(super) fn read_messages(items: Vec<Value>, at: &Path) -> Result<Vec<Message>, FormatError> {
@@ -142,81 +118,6 @@ fn read_message(value: Value, at: &Path) -> Result<Message, FormatError> {
 /// Reads a `content` value: null, a string, or a list of parts.
 pub(super) fn read_content(value: Value, at: &Path) -> Result<(ContentForm, Vec<Part>), FormatError> {
     content::read_content(value, at, read_part, "a string, null or an array of parts")
-}
-
-fn read_part(value: Value, at: &Path) -> Result<Part, FormatError> {
-    let Value::Object(mut map) = value else {
-        return Ok(Part::Opaque(value));
-    };
-    let kind = match map.get("type") {
-        Some(Value::String(kind)) => kind.clone(),
-        _ => return Ok(Part::Opaque(Value::Object(map))),
-    };
-    match kind.as_str() {
-        "text" => {
-            take(&mut map, "type");
-            let text = take(&mut map, "text").ok_or_else(|| at.error("missing `text`"))?;
-            Ok(Part::Text(TextPart { text: string(text, &at.key("text"))?, extra: map }))
-        }
-        "image_url" => {
-            let inner = match take(&mut map, "image_url") {
-                Some(Value::Object(inner)) => inner,
-                Some(other) => return Err(at.key("image_url").expected("an object", &other)),
-                None => return Err(at.error("missing `image_url`")),
-            };
-            take(&mut map, "type");
-            let at_inner = at.key("image_url");
-            let mut inner_extra = Extra::new();
-            let mut url = None;
-            let mut detail = None;
-            for (key, value) in inner {
-                match key.as_str() {
-                    "url" => url = Some(string(value, &at_inner.key("url"))?),
-                    "detail" if value.is_string() => detail = Some(string(value, &at_inner)?),
-                    _ => {
-                        inner_extra.insert(key, value);
-                    }
-                }
-            }
-            let url = url.ok_or_else(|| at_inner.error("missing `url`"))?;
-            Ok(Part::Image(ImagePart {
-                source: ImageSource::Url(url),
-                detail,
-                style: ImageStyle::OpenAi,
-                extra: map,
-                inner_extra,
-            }))
-        }
-        "input_audio" => {
-            let mut inner = match take(&mut map, "input_audio") {
-                Some(value) => object(value, &at.key("input_audio"))?,
-                None => return Err(at.error("missing `input_audio`")),
-            };
-            take(&mut map, "type");
-            let at_inner = at.key("input_audio");
-            let data = take(&mut inner, "data").ok_or_else(|| at_inner.error("missing `data`"))?;
-            let data = string(data, &at_inner.key("data"))?;
-            let format = match take(&mut inner, "format") {
-                Some(Value::String(s)) => Some(s),
-                Some(other) => {
-                    inner.insert("format".into(), other);
-                    None
-                }
-                None => None,
-            };
-            Ok(Part::Audio(AudioPart { data, format, extra: map, inner_extra: inner }))
-        }
-        "file" => {
-            take(&mut map, "type");
-            Ok(Part::File(FilePart { kind, fields: map }))
-        }
-        "refusal" => {
-            take(&mut map, "type");
-            let refusal = take(&mut map, "refusal").ok_or_else(|| at.error("missing `refusal`"))?;
-            Ok(Part::Refusal(RefusalPart { refusal: string(refusal, &at.key("refusal"))?, extra: map }))
-        }
-        _ => anthropic::read_block(Value::Object(map), at),
-    }
 }
 
 fn read_tool_call(value: Value, at: &Path) -> Result<ToolCall, FormatError> {
@@ -317,15 +218,6 @@ pub(super) fn write_document(conversation: &Conversation) -> Value {
     Value::Object(out)
 }
 
-/// Adds the extra fields that the typed fields did not already write.
-pub(super) fn extend_missing(out: &mut Map<String, Value>, extra: &Extra) {
-    for (key, value) in extra {
-        if !out.contains_key(key) {
-            out.insert(key.clone(), value.clone());
-        }
-    }
-}
-
 /// Writes one message in OpenAI form.
 pub(crate) fn write_message(message: &Message) -> Value {
     let mut out = Map::new();
@@ -379,64 +271,6 @@ pub(crate) fn write_message(message: &Message) -> Value {
         out.insert("tool_call_id".into(), Value::String(id.clone()));
     }
     extend_missing(&mut out, &message.extra);
-    Value::Object(out)
-}
-
-/// Writes one content part in OpenAI form; parts OpenAI has no shape for (tool results,
-/// signed thinking) are written as Anthropic blocks rather than lost.
-pub(crate) fn write_part(part: &Part) -> Value {
-    let mut out = Map::new();
-    match part {
-        Part::Text(t) => {
-            out.insert("type".into(), "text".into());
-            out.insert("text".into(), Value::String(t.text.clone()));
-            extend_missing(&mut out, &t.extra);
-        }
-        // an Anthropic image block read from OpenAI content is written back as it came
-        Part::Image(image) if image.style == ImageStyle::Anthropic => return anthropic::write_block(part),
-        Part::Image(image) => {
-            let url = match &image.source {
-                ImageSource::Url(url) => url.clone(),
-                ImageSource::Base64 { media_type, data } => {
-                    format!("data:{media_type};base64,{data}")
-                }
-                ImageSource::Other(_) => return anthropic::write_block(part),
-            };
-            let mut inner = Map::new();
-            inner.insert("url".into(), Value::String(url));
-            if let Some(detail) = &image.detail {
-                inner.insert("detail".into(), Value::String(detail.clone()));
-            }
-            if image.style == ImageStyle::OpenAi {
-                extend_missing(&mut inner, &image.inner_extra);
-            }
-            out.insert("type".into(), "image_url".into());
-            out.insert("image_url".into(), Value::Object(inner));
-            extend_missing(&mut out, &image.extra);
-        }
-        Part::Audio(audio) => {
-            let mut inner = Map::new();
-            inner.insert("data".into(), Value::String(audio.data.clone()));
-            if let Some(format) = &audio.format {
-                inner.insert("format".into(), Value::String(format.clone()));
-            }
-            extend_missing(&mut inner, &audio.inner_extra);
-            out.insert("type".into(), "input_audio".into());
-            out.insert("input_audio".into(), Value::Object(inner));
-            extend_missing(&mut out, &audio.extra);
-        }
-        Part::File(file) if file.kind == "file" => {
-            out.insert("type".into(), "file".into());
-            extend_missing(&mut out, &file.fields);
-        }
-        Part::Refusal(r) => {
-            out.insert("type".into(), "refusal".into());
-            out.insert("refusal".into(), Value::String(r.refusal.clone()));
-            extend_missing(&mut out, &r.extra);
-        }
-        Part::Opaque(value) => return value.clone(),
-        _ => return anthropic::write_block(part),
-    }
     Value::Object(out)
 }
 
