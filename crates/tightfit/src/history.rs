@@ -15,26 +15,11 @@ use std::sync::OnceLock;
 
 use crate::format::Format;
 use crate::message::{ContentForm, Message, Part, Role, Tool};
-use crate::plan::{input_fingerprint, Change, ChangeKind, Plan};
+use crate::plan::{input_fingerprint, Plan};
+pub use crate::record::Origin;
+use crate::record::{Change, ChangeKind, Meta};
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, Unit, UnitKind};
-
-/// Where a message of the working history came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Origin {
-    /// The input message at this index (changed or not).
-    Input(usize),
-    /// Written by a step (a placeholder, a synthetic result, a summary).
-    Inserted,
-}
-
-/// What tightfit knows about one message of the working history.
-#[derive(Debug, Clone)]
-pub(crate) struct Meta {
-    pub(crate) origin: Origin,
-    pub(crate) tokens: usize,
-    pub(crate) changes: Vec<Change>,
-}
 
 /// A history being fitted: messages, their tokens, and the record of every change.
 #[derive(Debug)]

@@ -37,6 +37,7 @@ mod params;
 pub mod pipeline;
 pub mod plan;
 pub mod presets;
+mod record;
 pub mod repair;
 pub mod report;
 pub mod steps;

@@ -13,36 +13,11 @@ use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::{messages_to_value, parse_messages, Format};
-use crate::history::{Meta, Origin};
 use crate::message::Message;
+pub use crate::record::{Change, ChangeKind};
+use crate::record::{Meta, Origin};
 use crate::tokens::message_fingerprint;
 use crate::units::{Unit, UnitKind};
-
-/// How a step changed a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ChangeKind {
-    /// Part of its content was cut (the detail says which range).
-    Truncated,
-    /// Content was replaced by a placeholder or a reference.
-    Replaced,
-    /// Parts were removed (thinking, images, tool calls).
-    Removed,
-    /// Content was rewritten (a name written into the text, turns merged, a repair).
-    Rewritten,
-}
-
-/// One change of one message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
-    /// The step that made it.
-    pub step: String,
-    /// What kind of change it was.
-    pub kind: ChangeKind,
-    /// What it did, for a person ("content: kept chars 0..1000 and 9000..10000 of 10000").
-    pub detail: String,
-}
 
 /// What happened to a unit of the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

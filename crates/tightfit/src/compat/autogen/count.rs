@@ -15,7 +15,7 @@
 //! message it drops, and re-tokenizing in Python is what makes it take minutes on a long
 //! history. Counted here once per message, the context's loop costs a subtraction per drop.
 //!
-//! [`ChatCounter`]: super::ChatCounter
+//! [`ChatCounter`]: crate::tokens::ChatCounter
 
 use serde_json::Value;
 

@@ -70,7 +70,7 @@ pub struct LangchainMessage {
     pub call_ids: Vec<Option<String>>,
     /// The length of the `repr()` of the tool calls, when the caller measured them where they
     /// live (the Python binding measures LangChain's own objects with
-    /// [`node_repr_len`](super::python_text::node_repr_len)): counted instead of working it
+    /// [`node_repr_len`](crate::compat::python::text::node_repr_len)): counted instead of working it
     /// out from `tool_calls`, which then need only their ids.
     pub tool_calls_repr_len: Option<usize>,
     /// A `ToolMessage`'s `tool_call_id` (`None` for every other kind).
