@@ -15,7 +15,7 @@ use tightfit::format::FormatError;
 use tightfit::models::ModelError;
 use tightfit::steps::ConfigError;
 
-use crate::validate::Violation;
+use crate::report::Violation;
 
 /// Why a call failed, before it is raised in Python (built without the GIL).
 pub(crate) enum Failure {

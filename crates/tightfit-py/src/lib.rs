@@ -30,7 +30,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::PyReport>()?;
     m.add_class::<report::PyPlan>()?;
     m.add_class::<count::PyCount>()?;
-    m.add_class::<validate::Violation>()?;
+    m.add_class::<report::Violation>()?;
     m.add_class::<compat::autogen::PyAutogenContext>()?;
     m.add_class::<compat::autogen::PyAutogenHistory>()?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;

@@ -1,5 +1,6 @@
-//! The report and the plan of a run, as Python objects that keep the engine's values and
-//! convert them on access (a plan of a long history is large; most callers never read it).
+//! The results of a run as Python objects: the report and the plan, which keep the engine's
+//! values and convert them on access (a plan of a long history is large; most callers never read
+//! it), and the violations of a provider's rules.
 
 use pyo3::prelude::*;
 use tightfit::{Plan, Report};
@@ -161,5 +162,36 @@ impl PyPlan {
             self.inner.input_messages,
             self.inner.output.len()
         )
+    }
+}
+
+/// One rule a history breaks, and where.
+#[pyclass(frozen, eq, module = "tightfit", name = "Violation")]
+#[derive(PartialEq, Eq)]
+pub(crate) struct Violation {
+    /// The index of the message.
+    #[pyo3(get)]
+    index: usize,
+    /// The rule, snake_case (`orphan_tool_result`, `unanswered_tool_call`, ...).
+    #[pyo3(get)]
+    rule: &'static str,
+    /// What is wrong, for a person.
+    #[pyo3(get)]
+    reason: String,
+}
+
+impl From<tightfit::Violation> for Violation {
+    fn from(v: tightfit::Violation) -> Violation {
+        Violation { index: v.index, rule: v.rule.as_str(), reason: v.reason }
+    }
+}
+
+#[pymethods]
+impl Violation {
+    fn __str__(&self) -> String {
+        format!("messages[{}]: {}", self.index, self.reason)
+    }
+    fn __repr__(&self) -> String {
+        format!("Violation(index={}, rule={:?}, reason={:?})", self.index, self.rule, self.reason)
     }
 }

@@ -41,6 +41,7 @@ impl StepLog {
 
 /// What a run did, in numbers and lines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Report {
     /// Tokens of the request before (messages, tool schemas, priming).
     pub original_token_count: usize,
