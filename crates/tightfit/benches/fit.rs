@@ -8,15 +8,20 @@
 //! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
 //!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
 //!
+//! - `parallel_calls/*`: one assistant message with 80,000 parallel tool calls and their
+//!   80,000 results (OpenAI: a tool message each; Anthropic: one user message of
+//!   `tool_result` blocks), validated and fitted to 32k: every call/result lookup must be
+//!   O(1) for this to stay linear.
+//!
 //! Run: `cargo bench -p tightfit --bench fit`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tightfit::fit::{Fitter, Target};
-use tightfit::format::{self, Conversation, FormatHint};
+use tightfit::format::{self, Conversation, Format, FormatHint};
 use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 
 fn shared(relative: &str) -> PathBuf {
@@ -138,5 +143,66 @@ fn agent_loop(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, extreme, scaling, agent_loop);
+/// A system prompt, a user turn, one assistant message making `n` parallel calls, their `n`
+/// results, and a user turn after them, in `format`'s wire shape.
+fn parallel_calls(n: usize, format: Format) -> Conversation {
+    let result = |i: usize| format!("{{\"id\": {i}, \"status\": \"ok\", \"rows\": [{}]}}", i % 97);
+    let messages = match format {
+        Format::OpenAi => {
+            let calls: Vec<Value> = (0..n)
+                .map(|i| {
+                    json!({"id": format!("call_{i}"), "type": "function",
+                    "function": {"name": "lookup", "arguments": format!("{{\"key\": {i}}}")}})
+                })
+                .collect();
+            let mut messages = vec![
+                json!({"role": "system", "content": "You look things up."}),
+                json!({"role": "user", "content": "Look up every key."}),
+                json!({"role": "assistant", "content": null, "tool_calls": calls}),
+            ];
+            messages.extend(
+                (0..n).map(
+                    |i| json!({"role": "tool", "tool_call_id": format!("call_{i}"), "content": result(i)}),
+                ),
+            );
+            messages.push(json!({"role": "user", "content": "Summarize what you found."}));
+            json!(messages)
+        }
+        _ => {
+            let uses: Vec<Value> = (0..n)
+                .map(|i| json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": "lookup", "input": {"key": i}}))
+                .collect();
+            let results: Vec<Value> = (0..n)
+                .map(|i| json!({"type": "tool_result", "tool_use_id": format!("toolu_{i}"), "content": result(i)}))
+                .collect();
+            json!({"system": "You look things up.", "messages": [
+                {"role": "user", "content": "Look up every key."},
+                {"role": "assistant", "content": uses},
+                {"role": "user", "content": results},
+                {"role": "assistant", "content": "I have them all."},
+                {"role": "user", "content": "Summarize what you found."},
+            ]})
+        }
+    };
+    format::parse_value(messages, FormatHint::Auto).unwrap()
+}
+
+fn parallel(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parallel_calls");
+    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    let target = target(32_768);
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let conversation = parallel_calls(80_000, format);
+        let name = format.as_str();
+        group.bench_function(format!("80000/{name}/validate"), |b| {
+            b.iter(|| tightfit::validate(&conversation.messages, format).len())
+        });
+        group.bench_function(format!("80000/{name}/fit"), |b| {
+            b.iter(|| Fitter::new().fit(&conversation, &target, None).unwrap().report.compressed_token_count)
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, extreme, scaling, agent_loop, parallel);
 criterion_main!(benches);

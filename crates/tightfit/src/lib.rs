@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calls;
 #[cfg(feature = "compat")]
 pub mod compat;
 pub mod config;

@@ -13,6 +13,7 @@
 use std::borrow::Borrow;
 use std::ops::Range;
 
+use crate::calls::OpenCalls;
 use crate::message::{Message, Part, Role};
 
 /// The metadata field a caller sets on a message to mark the start of a task (for agents
@@ -98,23 +99,34 @@ pub fn units<M: Borrow<Message>>(messages: &[M]) -> Vec<Unit> {
     units
 }
 
+/// How a call of a step is answered: by its id, or (a legacy `function_call`) by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Answered<'m> {
+    Id(&'m str),
+    Name(&'m str),
+}
+
 /// The step that starts at the assistant message `start`: it takes every following message
-/// whose results all answer a still-open call of this step.
+/// whose results all answer a still-open call of this step. O(messages + calls) with the
+/// lookups of [`OpenCalls`].
 fn assistant_step(messages: &[&Message], start: usize) -> Unit {
-    // Open calls, in call order: (id, or the function name for legacy calls).
-    let mut open: Vec<(Option<&str>, &str)> =
+    let calls: Vec<(Option<&str>, &str)> =
         messages[start].tool_calls().map(|c| (c.id.as_deref(), c.name.as_str())).collect();
+    let mut open = OpenCalls::new(calls.iter().map(|(id, name)| match id {
+        Some(id) => Answered::Id(id),
+        None => Answered::Name(name),
+    }));
     let mut end = start + 1;
     while end < messages.len() && !open.is_empty() {
         let next = &messages[end];
-        let answered: Vec<usize> = match next.role {
+        let mut answered: Vec<usize> = match next.role {
             Role::Tool => match &next.tool_call_id {
-                Some(id) => position(&open, id).into_iter().collect(),
+                Some(id) => open.first_open(&Answered::Id(id)).into_iter().collect(),
                 None => Vec::new(),
             },
             Role::Function => {
                 let name = next.name.as_deref().unwrap_or_default();
-                open.iter().position(|(id, n)| id.is_none() && *n == name).into_iter().collect()
+                open.first_open(&Answered::Name(name)).into_iter().collect()
             }
             Role::User => {
                 let ids: Vec<&str> = next
@@ -125,7 +137,8 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
                         _ => None,
                     })
                     .collect();
-                let found: Vec<usize> = ids.iter().filter_map(|id| position(&open, id)).collect();
+                let found: Vec<usize> =
+                    ids.iter().filter_map(|id| open.first_open(&Answered::Id(id))).collect();
                 if ids.is_empty() || found.len() != ids.len() {
                     Vec::new()
                 } else {
@@ -137,11 +150,10 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
         if answered.is_empty() {
             break;
         }
-        let mut answered = answered;
-        answered.sort_unstable_by(|a, b| b.cmp(a));
+        answered.sort_unstable();
         answered.dedup();
-        for index in answered {
-            open.remove(index);
+        for slot in answered {
+            open.close(slot);
         }
         end += 1;
     }
@@ -149,10 +161,11 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
     unit.has_user_text = end > start + 1
         && messages[end - 1].role == Role::User
         && messages[end - 1].parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
-    unit.unanswered_calls = open.into_iter().map(|(id, name)| id.unwrap_or(name).to_string()).collect();
+    unit.unanswered_calls = open
+        .remaining()
+        .map(|key| match key {
+            Answered::Id(s) | Answered::Name(s) => s.to_string(),
+        })
+        .collect();
     unit
-}
-
-fn position(open: &[(Option<&str>, &str)], id: &str) -> Option<usize> {
-    open.iter().position(|(open_id, _)| *open_id == Some(id))
 }

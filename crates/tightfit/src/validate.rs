@@ -18,6 +18,7 @@ use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::fmt;
 
+use crate::calls::OpenCalls;
 use crate::format::Format;
 use crate::message::{Message, Part, Role};
 
@@ -138,22 +139,23 @@ fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
 }
 
 /// The ids of a message's calls; a second call with the same id is reported.
-fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> Vec<&'m str> {
+fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
     let mut ids: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for call in message.tool_calls() {
         let id = call.id.as_deref().unwrap_or(call.name.as_str());
-        if ids.contains(&id) {
-            push(out, index, Rule::DuplicateCallId, format!("two tool calls share the id {id:?}"));
-        } else {
+        if seen.insert(id) {
             ids.push(id);
+        } else {
+            push(out, index, Rule::DuplicateCallId, format!("two tool calls share the id {id:?}"));
         }
     }
-    ids
+    OpenCalls::new(ids)
 }
 
 fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
     // the calls of the last assistant message that still wait for results, and its index
-    let mut open: Vec<&str> = Vec::new();
+    let mut open: OpenCalls<&str> = OpenCalls::new([]);
     let mut caller: Option<usize> = None;
     let mut answered: HashSet<&str> = HashSet::new();
     let mut seen_conversation = false;
@@ -177,9 +179,9 @@ fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
                         continue;
                     }
                 };
-                match open.iter().position(|open_id| *open_id == id) {
+                match open.first_open(&id) {
                     Some(at) => {
-                        open.remove(at);
+                        open.close(at);
                         answered.insert(id);
                     }
                     None => {
@@ -220,12 +222,13 @@ fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
     report_unanswered(&mut open, caller, out);
 }
 
-fn report_unanswered(open: &mut Vec<&str>, caller: Option<usize>, out: &mut Vec<Violation>) {
+fn report_unanswered(open: &mut OpenCalls<&str>, caller: Option<usize>, out: &mut Vec<Violation>) {
     if let (Some(caller), false) = (caller, open.is_empty()) {
-        for id in open.drain(..) {
+        for id in open.remaining() {
             push(out, caller, Rule::UnansweredToolCall, format!("tool call {id:?} gets no result"));
         }
     }
+    *open = OpenCalls::new([]);
 }
 
 fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
@@ -234,7 +237,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
         .iter()
         .any(|m| m.parts.iter().any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_))));
     let mut previous: Option<(usize, Role)> = None;
-    let mut open: Vec<&str> = Vec::new();
+    let mut open: OpenCalls<&str> = OpenCalls::new([]);
     for (index, message) in messages.iter().enumerate().skip(head) {
         let role = message.role;
         if !matches!(role, Role::User | Role::Assistant) {
@@ -283,9 +286,9 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
                             format!("the result for {id:?} follows other content"),
                         );
                     }
-                    match open.iter().position(|open_id| *open_id == id) {
+                    match open.first_open(&id) {
                         Some(at) => {
-                            open.remove(at);
+                            open.close(at);
                         }
                         None => push(
                             out,
@@ -301,7 +304,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
             }
         }
         if let Some((caller, Role::Assistant)) = previous {
-            for id in open.drain(..) {
+            for id in open.remaining() {
                 push(
                     out,
                     caller,
@@ -310,7 +313,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
                 );
             }
         }
-        open.clear();
+        open = OpenCalls::new([]);
         if role == Role::Assistant {
             open = call_ids(message, index, out);
             for part in &message.parts {
@@ -330,7 +333,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
     }
     if let Some((caller, Role::Assistant)) = previous {
         // the last message makes calls: the request ends waiting for results
-        for id in open.drain(..) {
+        for id in open.remaining() {
             push(out, caller, Rule::UnansweredToolCall, format!("tool_use {id:?} gets no tool_result"));
         }
     }

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use tightfit::compat::swarms::{pipeline, SwarmsHistory, SwarmsLimits};
+use tightfit::compat::swarms::{pipeline_config, SwarmsHistory, SwarmsLimits};
+use tightfit::config;
 
 use crate::errors::Failure;
 use crate::pipeline::PyPipeline;
@@ -35,7 +36,7 @@ pub(crate) fn swarms_pipeline(
         history.system += usize::from(is_system);
     }
     let limits = SwarmsLimits { max_messages, preserve_system_messages, preserve_recent_messages };
-    pipeline(&limits, &history)
+    config::from_value(pipeline_config(&limits, &history))
         .map(|p| PyPipeline { inner: Arc::new(p) })
         .map_err(|e| Failure::Config(e).into())
 }

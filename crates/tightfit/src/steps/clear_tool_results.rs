@@ -19,11 +19,11 @@
 
 use std::collections::HashMap;
 
-use super::drop_tool_calls::{results_of, CallKey, ResultAt};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
+use crate::calls::{results_of, CallKey, ResultAt};
 use crate::history::History;
 use crate::message::{Arguments, CallStyle, ContentForm, Part, TextPart};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::tokens::TokenCounter;
 use crate::units::UnitKind;

@@ -19,9 +19,9 @@
 
 use super::shared::filter::{read_filter, MessageFilter};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Message, Part, Role};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 
 /// Where the name goes.

@@ -26,9 +26,9 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::tokens::TokenCounter;
 

@@ -15,9 +15,9 @@
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{ImageSource, Message, Part, Role, TextPart};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 
 /// The longest description a placeholder quotes (a file name, a URL), in characters.

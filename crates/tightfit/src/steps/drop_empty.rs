@@ -19,9 +19,9 @@
 
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{CallStyle, ContentForm, Message, Part, Role, ThinkingOrigin};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use serde_json::Value;
 

@@ -23,12 +23,13 @@ use std::collections::HashMap;
 
 use regex::Regex;
 
-use super::drop_tool_calls::{call_sites, remove_calls, CallSite, ResultAt};
+use super::shared::calls::{call_sites, remove_calls, CallSite};
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
+use crate::calls::ResultAt;
 use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::units::UnitKind;
 

@@ -10,9 +10,9 @@
 
 use super::shared::keep::current_turn_start;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{ContentForm, Part, Role};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 
 /// `drop_thinking` in configuration.

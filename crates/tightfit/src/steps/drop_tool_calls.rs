@@ -13,19 +13,14 @@
 //! in tool results): the model is waiting on those results, and for Anthropic the thinking of
 //! that turn belongs with its calls. Cost: O(messages + calls).
 //!
-//! The call-level helpers here ([`call_sites`], [`remove_calls`]) are shared with the other
-//! steps that remove calls.
+//! The call-level work (finding every call with its results, removing calls) is in
+//! `steps::shared::calls`, shared with the other steps that remove calls.
 
-use std::collections::HashMap;
-
-use super::shared::keep::current_turn_start;
-use super::shared::keep::read_keep;
+use super::shared::calls::{call_sites, remove_calls, CallSite};
+use super::shared::keep::{current_turn_start, read_keep};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
-use crate::message::{ContentForm, Message, Part, Role};
-use crate::plan::ChangeKind;
-use crate::units::UnitKind;
+use crate::params::{FromParams, Params};
 
 /// `drop_tool_calls` in configuration.
 pub(crate) const KIND: StepKind =
@@ -122,231 +117,14 @@ impl Step for DropToolCalls {
     }
 }
 
-/// How a result names the call it answers.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum CallKey {
-    /// By the call's id (OpenAI `tool_call_id`, Anthropic `tool_use_id`).
-    Id(String),
-    /// A legacy OpenAI `function_call`, answered by a `function` message of the same name.
-    Legacy(String),
-}
-
-impl CallKey {
-    /// The id, or the function's name for a legacy call: what a report or a reference shows.
-    pub(crate) fn as_str(&self) -> &str {
-        match self {
-            CallKey::Id(s) | CallKey::Legacy(s) => s,
-        }
-    }
-}
-
-/// Where one result of a call is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResultAt {
-    /// A whole `tool` or `function` message.
-    Message(usize),
-    /// A `tool_result` block: the message and the index of the part.
-    Block(usize, usize),
-}
-
-impl ResultAt {
-    /// The message that holds the result.
-    pub(crate) fn message(self) -> usize {
-        match self {
-            ResultAt::Message(i) | ResultAt::Block(i, _) => i,
-        }
-    }
-}
-
-/// A tool call of an assistant step and where its results are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CallSite {
-    /// The index of the step among the history's units.
-    pub(crate) unit: usize,
-    /// The assistant message that makes the call.
-    pub(crate) message: usize,
-    /// The index of the call among that message's parts.
-    pub(crate) part: usize,
-    /// What its results name it by.
-    pub(crate) key: CallKey,
-    /// The tool's name.
-    pub(crate) name: String,
-    /// Its results, in message order (one, unless the input repeats a result).
-    pub(crate) results: Vec<ResultAt>,
-}
-
-/// Every tool call of the history's assistant steps, in order, with its results.
-/// O(messages + calls).
-pub(crate) fn call_sites(history: &History<'_>) -> Vec<CallSite> {
-    let mut sites = Vec::new();
-    for (u, unit) in history.units().iter().enumerate() {
-        if unit.kind != UnitKind::AssistantStep {
-            continue;
-        }
-        let start = unit.messages.start;
-        let mut by_key: HashMap<CallKey, usize> = HashMap::new();
-        for (part, p) in history.message(start).parts.iter().enumerate() {
-            let Part::ToolCall(call) = p else { continue };
-            let key = match &call.id {
-                Some(id) => CallKey::Id(id.clone()),
-                None => CallKey::Legacy(call.name.clone()),
-            };
-            by_key.entry(key.clone()).or_insert(sites.len());
-            sites.push(CallSite {
-                unit: u,
-                message: start,
-                part,
-                key,
-                name: call.name.clone(),
-                results: vec![],
-            });
-        }
-        for i in unit.messages.start + 1..unit.messages.end {
-            for (key, at) in results_of(history.message(i), i) {
-                if let Some(&site) = by_key.get(&key) {
-                    sites[site].results.push(at);
-                }
-            }
-        }
-    }
-    sites
-}
-
-/// The results message `i` carries, with the call each answers.
-pub(crate) fn results_of(message: &Message, i: usize) -> Vec<(CallKey, ResultAt)> {
-    match message.role {
-        Role::Tool => {
-            message.tool_call_id.iter().map(|id| (CallKey::Id(id.clone()), ResultAt::Message(i))).collect()
-        }
-        Role::Function => {
-            let name = message.name.clone().unwrap_or_default();
-            match &message.tool_call_id {
-                Some(id) => vec![(CallKey::Id(id.clone()), ResultAt::Message(i))],
-                None => vec![(CallKey::Legacy(name), ResultAt::Message(i))],
-            }
-        }
-        _ => message
-            .parts
-            .iter()
-            .enumerate()
-            .filter_map(|(p, part)| match part {
-                Part::ToolResult(r) => Some((CallKey::Id(r.tool_use_id.clone()), ResultAt::Block(i, p))),
-                _ => None,
-            })
-            .collect(),
-    }
-}
-
-/// Whether a part says something once the calls are gone: thinking alone does not (it only
-/// explains calls or text), nor does blank text.
-fn says_something(part: &Part) -> bool {
-    match part {
-        Part::Text(t) => !t.text.trim().is_empty(),
-        Part::Thinking(_) | Part::RedactedThinking(_) => false,
-        _ => true,
-    }
-}
-
-/// Removes the calls of `doomed` (from [`call_sites`] of the current history) and their
-/// results, for `reason`. An assistant message left with nothing to say goes; a results
-/// message left empty goes. Returns how many calls were removed.
-pub(crate) fn remove_calls(history: &mut History<'_>, doomed: &[CallSite], reason: &str) -> usize {
-    let mut by_unit: Vec<&CallSite> = doomed.iter().collect();
-    by_unit.sort_by_key(|s| (s.unit, s.part));
-    // from the last step back, so the indices of the steps still to do stay put
-    let mut end = by_unit.len();
-    while end > 0 {
-        let unit = by_unit[end - 1].unit;
-        let start = by_unit[..end].iter().rposition(|s| s.unit != unit).map_or(0, |i| i + 1);
-        remove_in_step(history, &by_unit[start..end], reason);
-        end = start;
-    }
-    doomed.len()
-}
-
-/// Removes calls of one step (all `sites` share the assistant message) and their results.
-fn remove_in_step(history: &mut History<'_>, sites: &[&CallSite], reason: &str) {
-    let ids: Vec<&str> = sites.iter().map(|s| s.key.as_str()).collect();
-    let mut results: Vec<ResultAt> = sites.iter().flat_map(|s| s.results.iter().copied()).collect();
-    results.sort_by_key(|r| std::cmp::Reverse(r.message()));
-    let mut at = 0;
-    while at < results.len() {
-        let message = results[at].message();
-        let same = results[at..].iter().take_while(|r| r.message() == message).count();
-        remove_results(history, message, &results[at..at + same], &ids, reason);
-        at += same;
-    }
-    let caller = sites[0].message;
-    let parts: Vec<usize> = sites.iter().map(|s| s.part).collect();
-    let left = history
-        .message(caller)
-        .parts
-        .iter()
-        .enumerate()
-        .any(|(i, p)| !parts.contains(&i) && says_something(p));
-    if !left {
-        history.remove(caller, &format!("{reason}: nothing else left of the message"));
-        return;
-    }
-    let detail = format!("removed tool call(s) {ids:?}: {reason}");
-    history.edit(caller, ChangeKind::Removed, detail, |m| {
-        let mut i = 0;
-        m.parts.retain(|_| {
-            i += 1;
-            !parts.contains(&(i - 1))
-        });
-        if m.parts.is_empty() && m.content_form == ContentForm::Parts {
-            m.content_form = ContentForm::Null;
-        }
-    });
-}
-
-/// Removes the results `results` (all in message `message`) of the calls `ids`.
-fn remove_results(
-    history: &mut History<'_>,
-    message: usize,
-    results: &[ResultAt],
-    ids: &[&str],
-    reason: &str,
-) {
-    let blocks: Vec<usize> = results
-        .iter()
-        .filter_map(|r| match r {
-            ResultAt::Block(_, p) => Some(*p),
-            ResultAt::Message(_) => None,
-        })
-        .collect();
-    let whole = results.iter().any(|r| matches!(r, ResultAt::Message(_)));
-    let left = history
-        .message(message)
-        .parts
-        .iter()
-        .enumerate()
-        .any(|(i, p)| !blocks.contains(&i) && !matches!(p, Part::Text(t) if t.text.trim().is_empty()));
-    if whole || !left {
-        history.remove(message, &format!("{reason}: the result of a removed call"));
-        return;
-    }
-    let detail = format!("removed the result(s) of tool call(s) {ids:?}: {reason}");
-    history.edit(message, ChangeKind::Removed, detail, |m| {
-        let mut i = 0;
-        m.parts.retain(|_| {
-            i += 1;
-            !blocks.contains(&(i - 1))
-        });
-    });
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::format::Format;
+    use crate::message::Message;
+    use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
-
-    pub(crate) fn anthropic_cx() -> StepContext<'static> {
-        StepContext::new(Format::Anthropic)
-    }
 
     /// user, a parallel step (search a, debug b), user, a step calling only debug, its
     /// result, user, a step with text calling debug, its result, user.

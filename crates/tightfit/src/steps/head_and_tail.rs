@@ -22,9 +22,9 @@
 use super::shared::keep::{measure_word, read_keep};
 use super::shared::select::{apply_mask, keep_first, keep_last, protected, sizes, Measure};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{Message, Role};
+use crate::params::{FromParams, Params};
 
 /// The placeholder autogen's head-and-tail context puts where it skipped messages.
 pub const AUTOGEN_PLACEHOLDER: &str = "Skipped {skipped} messages.";

@@ -13,8 +13,8 @@ use super::shared::keep::{measure_word, read_keep};
 use super::shared::select::keep_first;
 use super::shared::select::{apply_mask, protected, Measure};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
+use crate::params::{FromParams, Params};
 
 /// `keep_first` in configuration.
 pub(crate) const KIND: StepKind = StepKind::of::<KeepFirst>("keep_first", &["keep_first_messages"]);

@@ -10,8 +10,8 @@
 use super::shared::keep::{measure_word, read_keep};
 use super::shared::select::{apply_mask, keep_last, protected, Measure};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
+use crate::params::{FromParams, Params};
 use crate::units::UnitKind;
 
 /// `keep_last` in configuration.

@@ -20,9 +20,9 @@
 
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Part, Role};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::text::{cut, KeepPart, Length};
 use crate::units::UnitKind;

@@ -7,8 +7,8 @@
 //! summarizer is configured — it never drops messages silently in place of a summary.
 
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::History;
+use crate::params::{FromParams, Params};
 
 /// `summarize` in configuration.
 pub(crate) const KIND: StepKind = StepKind::of::<Summarize>("summarize", &[]);

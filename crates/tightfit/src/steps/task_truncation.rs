@@ -37,9 +37,9 @@ use std::ops::Range;
 use super::shared::keep::read_keep;
 use super::shared::select::{apply_mask, protected};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::Role;
+use crate::params::{FromParams, Params};
 use crate::units::{Unit, UnitKind};
 
 /// Which tasks the step truncates.

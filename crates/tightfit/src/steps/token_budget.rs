@@ -25,9 +25,9 @@ use super::shared::cut::plan_cut;
 use super::shared::keep::read_keep;
 use super::shared::select::{apply_mask, protected};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
 

@@ -20,9 +20,9 @@ use super::shared::filter::{read_filter, MessageFilter};
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::{History, Keep};
 use crate::message::Role;
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
 

@@ -18,9 +18,9 @@
 
 use super::shared::cut::{check_limit, plan_cut, read_keep_part, read_length, TextCut, TRUNCATED_MARKER};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Message, Part, Role};
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
 

@@ -18,8 +18,8 @@
 //! long the history (the Python package relies on this to read a caller's list lazily).
 
 use super::select::{is_tool_role, keep_steps_whole, Shape, Shapes};
-use crate::config::{FromParams, Params};
 use crate::history::History;
+use crate::params::{FromParams, Params};
 use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
 
 /// `ag2_history_limiter` in configuration.

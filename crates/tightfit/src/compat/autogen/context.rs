@@ -30,9 +30,9 @@ use std::ops::Range;
 
 use super::count::AutogenOpenAiCounter;
 use super::message::AutogenMessage;
-use crate::config::{FromParams, Params};
 use crate::history::History;
 use crate::message::{Message, Role};
+use crate::params::{FromParams, Params};
 use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::tokens::OpenAiEncoding;
 

@@ -42,10 +42,10 @@ use std::convert::Infallible;
 use serde_json::Value;
 
 use super::approximate::{Approximate, LangchainContent, LangchainMessage};
-use crate::config::{FromParams, Params};
 use crate::format::{messages_to_value, parse_messages, Format};
 use crate::history::History;
 use crate::message::Message;
+use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::tokens::ChatCounter;

@@ -1,7 +1,8 @@
 //! swarms 16.0.3's `MessageTransforms` (`swarms.structs.transforms`): which messages its
 //! message limit and its halving keep, as a pipeline of tightfit steps.
 //!
-//! swarms works on the history in three moves, and so does the pipeline [`pipeline`] builds:
+//! swarms works on the history in three moves, and so does the pipeline [`pipeline_config`]
+//! describes:
 //!
 //! 1. `max_messages` (when the history is longer): the system messages, then over the others
 //!    half of the free places from the start and half plus the last
@@ -19,10 +20,6 @@
 //! the Python package's README's business.
 
 use serde_json::{json, Value};
-
-use crate::config;
-use crate::pipeline::Pipeline;
-use crate::steps::ConfigError;
 
 /// swarms halves a history of more than this many messages before removing by tokens.
 pub const HALVE_ABOVE: usize = 50;
@@ -51,8 +48,10 @@ pub struct SwarmsHistory {
     pub first_is_system: bool,
 }
 
-/// The pipeline that makes swarms' choices for a history of this shape.
-pub fn pipeline(limits: &SwarmsLimits, history: &SwarmsHistory) -> Result<Pipeline, ConfigError> {
+/// The pipeline that makes swarms' choices for a history of this shape, as configuration
+/// (`{"steps": [...]}`, for `config::from_value`, which checks it as it checks a file: a
+/// negative limit is an error naming the key, as the Python adapter's steps raised).
+pub fn pipeline_config(limits: &SwarmsLimits, history: &SwarmsHistory) -> Value {
     let keep_system = limits.preserve_system_messages;
     let system = if keep_system { history.system as i64 } else { 0 };
     let recent = limits.preserve_recent_messages;
@@ -76,7 +75,7 @@ pub fn pipeline(limits: &SwarmsLimits, history: &SwarmsHistory) -> Result<Pipeli
         "keep_system": keep_system,
         "keep_newest_user_turn": false,
     }));
-    config::from_value(json!({ "steps": steps }))
+    json!({ "steps": steps })
 }
 
 /// The steps of swarms' `_compress_message_count(messages, limit)` for a history of `length`

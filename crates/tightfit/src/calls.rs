@@ -1,0 +1,208 @@
+//! Tool calls and the results that answer them: the one index every part of the engine uses
+//! to keep a call with its results (units, the validator, the repair pass, the steps that
+//! remove calls).
+//!
+//! A result names the call it answers by the call's id (OpenAI `tool_call_id`, Anthropic
+//! `tool_use_id`), or, for a legacy OpenAI `function_call` that has no id, by the function's
+//! name ([`CallKey`]). Calls are answered in any order, several results may sit in one message
+//! (Anthropic `tool_result` blocks), and an input may repeat an id: [`OpenCalls`] answers "the
+//! first call still open under this key" in O(1), so that a step with 80,000 parallel calls
+//! costs 80,000 lookups, not 80,000².
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+use crate::message::{Message, Part, Role};
+
+/// How a result names the call it answers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CallKey {
+    /// By the call's id (OpenAI `tool_call_id`, Anthropic `tool_use_id`).
+    Id(String),
+    /// A legacy OpenAI `function_call`, answered by a `function` message of the same name.
+    Legacy(String),
+}
+
+impl CallKey {
+    /// The id, or the function's name for a legacy call: what a report or a reference shows.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CallKey::Id(s) | CallKey::Legacy(s) => s,
+        }
+    }
+}
+
+/// Where one result of a call is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultAt {
+    /// A whole `tool` or `function` message.
+    Message(usize),
+    /// A `tool_result` block: the message and the index of the part.
+    Block(usize, usize),
+}
+
+impl ResultAt {
+    /// The message that holds the result.
+    pub fn message(self) -> usize {
+        match self {
+            ResultAt::Message(i) | ResultAt::Block(i, _) => i,
+        }
+    }
+}
+
+/// The calls `message` makes: (index of the part, key its results name it by, tool name).
+pub fn calls_of(message: &Message) -> impl Iterator<Item = (usize, CallKey, &str)> {
+    message.parts.iter().enumerate().filter_map(|(part, p)| match p {
+        Part::ToolCall(call) => {
+            let key = match &call.id {
+                Some(id) => CallKey::Id(id.clone()),
+                None => CallKey::Legacy(call.name.clone()),
+            };
+            Some((part, key, call.name.as_str()))
+        }
+        _ => None,
+    })
+}
+
+/// The results message `index` carries, with the call each answers: a `tool` message answers
+/// its `tool_call_id`, a legacy `function` message its id or else its name, any other message
+/// the ids of its `tool_result` blocks.
+pub fn results_of(message: &Message, index: usize) -> Vec<(CallKey, ResultAt)> {
+    match message.role {
+        Role::Tool => message
+            .tool_call_id
+            .iter()
+            .map(|id| (CallKey::Id(id.clone()), ResultAt::Message(index)))
+            .collect(),
+        Role::Function => {
+            let name = message.name.clone().unwrap_or_default();
+            match &message.tool_call_id {
+                Some(id) => vec![(CallKey::Id(id.clone()), ResultAt::Message(index))],
+                None => vec![(CallKey::Legacy(name), ResultAt::Message(index))],
+            }
+        }
+        _ => message
+            .parts
+            .iter()
+            .enumerate()
+            .filter_map(|(p, part)| match part {
+                Part::ToolResult(r) => Some((CallKey::Id(r.tool_use_id.clone()), ResultAt::Block(index, p))),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// The calls of one step still waiting for results, in call order, looked up by key in O(1).
+///
+/// Each call has a slot; [`first_open`](OpenCalls::first_open) finds the earliest open slot
+/// under a key (a repeated id is answered call by call, in order) and
+/// [`close`](OpenCalls::close) marks one answered. Memory: a slot and a queue entry per call.
+#[derive(Debug, Clone)]
+pub struct OpenCalls<K> {
+    keys: Vec<K>,
+    open: Vec<bool>,
+    by_key: HashMap<K, VecDeque<usize>>,
+    left: usize,
+}
+
+impl<K: Hash + Eq + Clone> OpenCalls<K> {
+    /// Every call open, in the order given.
+    pub fn new(keys: impl IntoIterator<Item = K>) -> OpenCalls<K> {
+        let keys: Vec<K> = keys.into_iter().collect();
+        let mut by_key: HashMap<K, VecDeque<usize>> = HashMap::with_capacity(keys.len());
+        for (slot, key) in keys.iter().enumerate() {
+            by_key.entry(key.clone()).or_default().push_back(slot);
+        }
+        OpenCalls { open: vec![true; keys.len()], left: keys.len(), keys, by_key }
+    }
+
+    /// Whether every call is answered.
+    pub fn is_empty(&self) -> bool {
+        self.left == 0
+    }
+
+    /// The earliest open call under `key`, if any.
+    pub fn first_open(&self, key: &K) -> Option<usize> {
+        self.by_key.get(key).and_then(|slots| slots.front().copied())
+    }
+
+    /// Marks the call in `slot` answered. O(1) for the first open call of its key (how every
+    /// caller answers); O(calls under that key) otherwise.
+    pub fn close(&mut self, slot: usize) {
+        if !std::mem::replace(&mut self.open[slot], false) {
+            return;
+        }
+        self.left -= 1;
+        if let Entry::Occupied(mut slots) = self.by_key.entry(self.keys[slot].clone()) {
+            if slots.get().front() == Some(&slot) {
+                slots.get_mut().pop_front();
+            } else {
+                slots.get_mut().retain(|s| *s != slot);
+            }
+            if slots.get().is_empty() {
+                slots.remove();
+            }
+        }
+    }
+
+    /// The calls still open, in call order.
+    pub fn remaining(&self) -> impl Iterator<Item = &K> {
+        self.keys.iter().zip(&self.open).filter(|(_, open)| **open).map(|(key, _)| key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{parse_str, FormatHint};
+
+    fn messages(json: &str) -> Vec<Message> {
+        parse_str(json, FormatHint::Auto).unwrap().messages
+    }
+
+    #[test]
+    fn open_calls_answer_in_any_order_and_a_repeated_id_call_by_call() {
+        let mut open = OpenCalls::new(["a", "b", "a", "c"]);
+        assert_eq!(open.first_open(&"c"), Some(3));
+        open.close(3);
+        assert_eq!(open.first_open(&"a"), Some(0));
+        open.close(0);
+        // the second call with the same id is the next one answered
+        assert_eq!(open.first_open(&"a"), Some(2));
+        open.close(2);
+        assert_eq!(open.first_open(&"a"), None);
+        assert_eq!(open.remaining().copied().collect::<Vec<_>>(), ["b"]);
+        assert!(!open.is_empty());
+        open.close(1);
+        open.close(1);
+        assert!(open.is_empty());
+    }
+
+    #[test]
+    fn results_name_their_calls_by_id_by_block_and_by_legacy_name() {
+        let history = messages(
+            r#"[{"role": "assistant", "content": null, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                   {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c2", "content": "2"},
+                {"role": "tool", "tool_call_id": "c1", "content": "1"},
+                {"role": "assistant", "content": null, "function_call": {"name": "old", "arguments": "{}"}},
+                {"role": "function", "name": "old", "content": "x"}]"#,
+        );
+        let calls: Vec<(usize, CallKey, &str)> = calls_of(&history[0]).collect();
+        assert_eq!(calls, [(0, CallKey::Id("c1".into()), "f"), (1, CallKey::Id("c2".into()), "g")]);
+        assert_eq!(results_of(&history[1], 1), [(CallKey::Id("c2".into()), ResultAt::Message(1))]);
+        let legacy: Vec<CallKey> = calls_of(&history[3]).map(|(_, key, _)| key).collect();
+        assert_eq!(legacy, [CallKey::Legacy("old".into())]);
+        assert_eq!(results_of(&history[4], 4), [(CallKey::Legacy("old".into()), ResultAt::Message(4))]);
+        let anthropic = messages(
+            r#"{"messages": [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "text", "text": "and"},
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}"#,
+        );
+        assert_eq!(results_of(&anthropic[2], 2), [(CallKey::Id("t1".into()), ResultAt::Block(2, 1))]);
+    }
+}
