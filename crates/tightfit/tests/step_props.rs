@@ -22,7 +22,7 @@ use tightfit::text::{ceil_grapheme, cut, floor_grapheme, KeepPart, Length};
 use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 use tightfit::validate::validate;
 
-use crate::props::{any_document, config};
+use crate::generate::{any_document, config};
 
 fn counter() -> ChatCounter {
     ChatCounter::openai(OpenAiEncoding::O200kBase)
