@@ -1,6 +1,7 @@
 //! Tool calls and the results that answer them: the one index every part of the engine uses
-//! to keep a call with its results (units, the validator, the repair pass, the steps that
-//! remove calls).
+//! to keep a call with its results (units, the validator, the steps that remove calls), and,
+//! through [`CallView`] and [`CallSource`], the peers' selections over their own message
+//! models.
 //!
 //! A result names the call it answers by the call's id (OpenAI `tool_call_id`, Anthropic
 //! `tool_use_id`), or, for a legacy OpenAI `function_call` that has no id, by the function's
@@ -12,6 +13,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
+use std::ops::Range;
 
 use crate::message::{Message, Part, Role};
 
@@ -153,6 +155,126 @@ impl<K: Hash + Eq + Clone> OpenCalls<K> {
     }
 }
 
+/// What the call index needs of one message, in whatever model holds it: the engine's
+/// [`Message`], or a peer's view of its own messages (AG2's dicts, autogen's messages,
+/// LangChain's message objects).
+pub trait CallView {
+    /// The ids of the calls it makes.
+    fn call_ids(&self) -> impl Iterator<Item = &str>;
+    /// The ids of the calls its results answer.
+    fn answered_ids(&self) -> impl Iterator<Item = &str>;
+    /// Whether it carries tool results.
+    fn is_result(&self) -> bool;
+}
+
+impl CallView for Message {
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.tool_calls().filter_map(|c| c.id.as_deref())
+    }
+
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        self.answered_call_ids()
+    }
+
+    fn is_result(&self) -> bool {
+        self.role == Role::Tool || self.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
+    }
+}
+
+/// Messages read on demand, so that a selection over a caller's list (the Python package's)
+/// reads only the messages it looks at.
+pub trait CallSource {
+    /// A message as the index sees it.
+    type View: CallView;
+    /// Why a message could not be read.
+    type Error;
+    /// How many messages there are.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Message `i`.
+    fn view(&mut self, i: usize) -> Result<&Self::View, Self::Error>;
+}
+
+/// A slice of messages as a [`CallSource`] that never fails.
+pub struct Slice<'s, V>(pub &'s [V]);
+
+impl<V: CallView> CallSource for Slice<'_, V> {
+    type View = V;
+    type Error = std::convert::Infallible;
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn view(&mut self, i: usize) -> Result<&V, Self::Error> {
+        Ok(&self.0[i])
+    }
+}
+
+/// The ids of the calls message `i` makes, owned (the source is read again after).
+fn call_set<S: CallSource>(source: &mut S, i: usize) -> Result<std::collections::HashSet<String>, S::Error> {
+    Ok(source.view(i)?.call_ids().map(str::to_string).collect())
+}
+
+/// The message whose call the results message `result` answers: the message before the run of
+/// results `result` is in, when it makes a call that one of `result`'s results answers.
+/// Reads back over the run: O(run).
+pub fn caller_of<S: CallSource>(source: &mut S, result: usize) -> Result<Option<usize>, S::Error> {
+    let answers: Vec<String> = source.view(result)?.answered_ids().map(str::to_string).collect();
+    let mut i = result;
+    while i > 0 {
+        i -= 1;
+        let view = source.view(i)?;
+        if !view.is_result() {
+            let makes = view.call_ids().any(|id| answers.iter().any(|a| a == id));
+            return Ok(makes.then_some(i));
+        }
+    }
+    Ok(None)
+}
+
+/// The results of the calls message `call` makes: the messages of the run of results right
+/// after it that answer one of its calls (a result of the run that answers none is passed
+/// over). O(run) with the call ids in a hash set.
+pub fn results_of_call<S: CallSource>(source: &mut S, call: usize) -> Result<Vec<usize>, S::Error> {
+    let calls = call_set(source, call)?;
+    let mut out = Vec::new();
+    for i in call + 1..source.len() {
+        let view = source.view(i)?;
+        if !view.is_result() {
+            break;
+        }
+        if view.answered_ids().any(|id| calls.contains(id)) {
+            out.push(i);
+        }
+    }
+    Ok(out)
+}
+
+/// The tool step message `i` belongs to, when it has results to cut from: the calls message
+/// at or before `i` (back over a run of results) and the results messages right after it
+/// that each answer one of its calls, up to the first that answers none. `None` for a message
+/// outside such a step. O(size of the step).
+pub fn step_around<S: CallSource>(source: &mut S, i: usize) -> Result<Option<Range<usize>>, S::Error> {
+    let mut start = i;
+    while start > 0 && source.view(start)?.is_result() {
+        start -= 1;
+    }
+    let calls = call_set(source, start)?;
+    let mut end = start + 1;
+    while end < source.len() {
+        let view = source.view(end)?;
+        if !(view.is_result() && view.answered_ids().any(|id| calls.contains(id))) {
+            break;
+        }
+        end += 1;
+    }
+    Ok((end > start + 1 && i < end).then_some(start..end))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +326,32 @@ mod tests {
                     {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}"#,
         );
         assert_eq!(results_of(&anthropic[2], 2), [(CallKey::Id("t1".into()), ResultAt::Block(2, 1))]);
+    }
+
+    #[test]
+    fn a_step_is_its_call_and_the_run_of_results_after_it() {
+        let history = messages(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                   {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c2", "content": "2"},
+                {"role": "tool", "tool_call_id": "zz", "content": "answers nothing here"},
+                {"role": "tool", "tool_call_id": "c1", "content": "1"},
+                {"role": "assistant", "content": "done"},
+                {"role": "tool", "tool_call_id": "c1", "content": "late"}]"#,
+        );
+        let source = &mut Slice(history.as_slice());
+        // results are read across a result that answers none of the calls
+        assert_eq!(results_of_call(source, 1), Ok(vec![2, 4]));
+        assert_eq!(caller_of(source, 4), Ok(Some(1)));
+        assert_eq!(caller_of(source, 3), Ok(None));
+        // a result after a message that is not the caller has none
+        assert_eq!(caller_of(source, 6), Ok(None));
+        // the step around a message ends at the first result that answers none of its calls
+        assert_eq!(step_around(source, 2), Ok(Some(1..3)));
+        assert_eq!(step_around(source, 1), Ok(Some(1..3)));
+        assert_eq!(step_around(source, 0), Ok(None));
+        assert_eq!(step_around(source, 5), Ok(None));
     }
 }

@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::calls::{caller_of, results_of_call, CallSource, CallView};
 use crate::message::{Message, Role};
 
 /// What a selection reads of one message.
@@ -48,10 +49,19 @@ impl Shape {
                 || message.parts.iter().any(|p| matches!(p, crate::message::Part::ToolResult(_))),
         }
     }
+}
 
-    /// Whether `result` answers one of this message's calls.
-    fn is_answered_by(&self, result: &Shape) -> bool {
-        result.answers.iter().any(|id| self.calls.contains(id))
+impl CallView for Shape {
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.calls.iter().map(String::as_str)
+    }
+
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        self.answers.iter().map(String::as_str)
+    }
+
+    fn is_result(&self) -> bool {
+        self.is_result
     }
 }
 
@@ -88,44 +98,25 @@ impl<'f, E> Shapes<'f, E> {
     }
 }
 
-/// The results that answer the calls of message `call` (the run of result messages right
-/// after it).
-fn results_of<E>(shapes: &mut Shapes<'_, E>, call: usize) -> Result<Vec<usize>, E> {
-    let caller = shapes.get(call)?.clone();
-    let mut out = Vec::new();
-    for i in call + 1..shapes.len() {
-        let shape = shapes.get(i)?;
-        if !shape.is_result {
-            break;
-        }
-        if caller.is_answered_by(shape) {
-            out.push(i);
-        }
-    }
-    Ok(out)
-}
-
-/// The message whose call `result` answers: the one before the run of results `result` is
-/// in, if it makes that call.
-fn call_of<E>(shapes: &mut Shapes<'_, E>, result: usize) -> Result<Option<usize>, E> {
-    let answer = shapes.get(result)?.clone();
-    let mut i = result;
-    while i > 0 {
-        i -= 1;
-        let shape = shapes.get(i)?;
-        if !shape.is_result {
-            return Ok(shape.is_answered_by(&answer).then_some(i));
-        }
-    }
-    Ok(None)
-}
-
 /// Which faults the whole input already has (the same words as the conformance corpus: a
 /// result answering no call issued before it, a call no result answers).
 #[derive(Debug, Clone, Copy, Default)]
 struct Faults {
     orphan_results: bool,
     unanswered_calls: bool,
+}
+
+impl<E> CallSource for Shapes<'_, E> {
+    type View = Shape;
+    type Error = E;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn view(&mut self, i: usize) -> Result<&Shape, E> {
+        self.get(i)
+    }
 }
 
 /// The input's faults: one pass over every shape. Only asked for when a selection split a
@@ -196,14 +187,14 @@ pub fn keep_steps_whole<E>(shapes: &mut Shapes<'_, E>, kept: &mut Vec<usize>) ->
     let mut cut_results = Vec::new();
     for i in suspects {
         if !shapes.get(i)?.calls.is_empty() {
-            let results = results_of(shapes, i)?;
+            let results = results_of_call(shapes, i)?;
             if results.iter().any(|r| kept.binary_search(r).is_err()) {
                 split_calls.push(i);
                 split_calls.extend(results.into_iter().filter(|r| kept.binary_search(r).is_ok()));
             }
         }
         if shapes.get(i)?.is_result {
-            if let Some(call) = call_of(shapes, i)? {
+            if let Some(call) = caller_of(shapes, i)? {
                 if kept.binary_search(&call).is_err() {
                     cut_results.push(i);
                 }

@@ -30,6 +30,7 @@ use std::ops::Range;
 
 use super::count::AutogenOpenAiCounter;
 use super::message::AutogenMessage;
+use crate::calls::{step_around, Slice};
 use crate::history::History;
 use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
@@ -99,24 +100,11 @@ impl AutogenView {
 }
 
 /// The tool step message `i` belongs to, when it has one to cut: a calls message and the
-/// results messages right after it that answer its calls. O(size of the step).
+/// results messages right after it that answer its calls ([`step_around`]). O(size of the
+/// step).
 fn step_at(messages: &[AutogenMessage], i: usize) -> Option<Range<usize>> {
-    let mut start = i;
-    while start > 0 && messages[start].is_results() {
-        start -= 1;
-    }
-    if !messages[start].is_calls() {
-        return None;
-    }
-    let ids: Vec<&str> = messages[start].call_ids().collect();
-    let mut end = start + 1;
-    while end < messages.len()
-        && messages[end].is_results()
-        && messages[end].answered_ids().any(|id| ids.contains(&id))
-    {
-        end += 1;
-    }
-    (end > start + 1 && i < end).then_some(start..end)
+    let Ok(step) = step_around(&mut Slice(messages), i);
+    step
 }
 
 /// Which kinds of breakage an input already has. The contexts cut an input that already breaks

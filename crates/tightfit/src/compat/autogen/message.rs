@@ -19,6 +19,7 @@
 
 use serde_json::Value;
 
+use crate::calls::CallView;
 use crate::message::{ImageSource, Message, Part, Role};
 use crate::tokens::image::{dimensions_from_base64, dimensions_from_data_uri};
 
@@ -362,6 +363,21 @@ impl AutogenMessage {
             _ => &[],
         };
         results.iter().map(|r| r.call_id.as_str())
+    }
+}
+
+impl CallView for AutogenMessage {
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        AutogenMessage::call_ids(self)
+    }
+
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        AutogenMessage::answered_ids(self)
+    }
+
+    /// A `FunctionExecutionResultMessage`: every result of one step.
+    fn is_result(&self) -> bool {
+        self.is_results()
     }
 }
 

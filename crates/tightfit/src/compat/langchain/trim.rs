@@ -42,6 +42,7 @@ use std::convert::Infallible;
 use serde_json::Value;
 
 use super::approximate::{Approximate, LangchainContent, LangchainMessage};
+use crate::calls::{caller_of, results_of_call, CallSource, CallView};
 use crate::format::{messages_to_value, parse_messages, Format};
 use crate::history::History;
 use crate::message::Message;
@@ -634,34 +635,37 @@ impl LangchainTrim {
     }
 }
 
-/// The call a tool message answers: the message before the run of tool messages it is in,
-/// when that message makes a call with its id.
-fn caller<E>(source: &dyn Source<E>, tool: usize, id: &str) -> Result<Option<usize>, E> {
-    let mut i = tool;
-    while i > 0 {
-        i -= 1;
-        let m = source.message(i)?;
-        if m.tool_call_id.is_none() {
-            return Ok((m.is_ai && m.call_ids().any(|c| c == id)).then_some(i));
-        }
+impl CallView for LangchainMessage {
+    /// An AI message's call ids (a call without an id is not counted).
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        let ai = self.is_ai;
+        LangchainMessage::call_ids(self).filter(move |_| ai)
     }
-    Ok(None)
+
+    fn answered_ids(&self) -> impl Iterator<Item = &str> {
+        self.tool_call_id.as_deref().into_iter()
+    }
+
+    /// A `ToolMessage` (the message with a `tool_call_id`).
+    fn is_result(&self) -> bool {
+        self.tool_call_id.is_some()
+    }
 }
 
-/// The results of the calls message `ai` makes: the tool messages right after it that answer
-/// one of them.
-fn results<E>(source: &dyn Source<E>, ai: usize) -> Result<Vec<usize>, E> {
-    let mut out = Vec::new();
-    let calls: Vec<&str> = source.message(ai)?.call_ids().collect();
-    for i in ai + 1..source.len() {
-        let m = source.message(i)?;
-        match &m.tool_call_id {
-            Some(id) if calls.contains(&id.as_str()) => out.push(i),
-            Some(_) => {}
-            None => break,
-        }
+/// A [`Source`] as the call index reads it.
+struct Calls<'s, E>(&'s dyn Source<E>);
+
+impl<E> CallSource for Calls<'_, E> {
+    type View = LangchainMessage;
+    type Error = E;
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
-    Ok(out)
+
+    fn view(&mut self, i: usize) -> Result<&LangchainMessage, E> {
+        self.0.message(i)
+    }
 }
 
 /// Drops, from `kept`, tool results whose call was not kept and messages whose calls lost a
@@ -673,13 +677,13 @@ fn keep_tool_pairs<E>(source: &dyn Source<E>, kept: &mut Vec<Kept>) -> Result<()
         let mut drop = std::collections::HashSet::new();
         for k in kept.iter() {
             let m = source.message(k.index)?;
-            if let Some(id) = &m.tool_call_id {
-                if caller(source, k.index, id)?.is_some_and(|c| !present.contains(&c)) {
+            if m.tool_call_id.is_some() {
+                if caller_of(&mut Calls(source), k.index)?.is_some_and(|c| !present.contains(&c)) {
                     drop.insert(k.index);
                 }
             } else if m.is_ai
                 && m.call_ids().next().is_some()
-                && results(source, k.index)?.iter().any(|r| !present.contains(r))
+                && results_of_call(&mut Calls(source), k.index)?.iter().any(|r| !present.contains(r))
             {
                 drop.insert(k.index);
             }
