@@ -21,7 +21,7 @@ What is different, on purpose (see the package README, "autogen-core"):
   instead of the whole history again after each message it drops. With any other client it
   calls the client's ``count_tokens`` / ``remaining_tokens`` as autogen does.
 
-Where the selection happens: in the engine (``crates/tightfit/src/steps/autogen_context.rs``),
+Where the selection happens: in the engine (``crates/tightfit/src/compat/autogen/context.rs``),
 over a copy of the messages that grows with ``add_message``; this module only translates
 autogen's message objects and hands back slices of the context's own list. A context notices
 appends to ``_messages`` and a replaced list (``clear``, ``load_state``); replacing single items
