@@ -69,7 +69,7 @@ enum Command {
         /// output reserved (the request's max_tokens, else up to 4,096).
         #[arg(long)]
         budget: Option<usize>,
-        /// A named pipeline: middle-out (the default), minimal, balanced, summarizing, swarms.
+        /// A named pipeline: middle-out (the default), cache, minimal, balanced, summarizing, swarms.
         #[arg(long, conflicts_with = "config")]
         preset: Option<String>,
         /// A pipeline configuration file (YAML, TOML or JSON; llmling's YAML loads as is).

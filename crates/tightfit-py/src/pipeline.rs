@@ -85,8 +85,8 @@ impl PyPipeline {
         built(config::from_path(&path))
     }
 
-    /// A named preset: `middle-out` (the default ladder), `minimal`, `balanced`,
-    /// `summarizing`, `swarms`.
+    /// A named preset: `middle-out` (the default ladder), `cache` (a session's compaction),
+    /// `minimal`, `balanced`, `summarizing`, `swarms`.
     #[staticmethod]
     fn preset(name: &str) -> PyResult<PyPipeline> {
         built(presets::by_name(name))

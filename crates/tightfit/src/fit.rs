@@ -34,7 +34,7 @@ use crate::plan::Plan;
 use crate::presets;
 use crate::repair::{repair, Repair};
 use crate::report::Report;
-use crate::steps::{StepContext, StepError};
+use crate::steps::{StepContext, StepError, Trace};
 use crate::tokens::{ChatCounter, CountCache, TokenCounter};
 use crate::validate::{validate, Violation};
 
@@ -168,6 +168,9 @@ pub struct Options {
 pub struct RunOptions {
     /// The call's budget, as the steps see it (`None`: the steps' own limits decide).
     pub budget: Option<usize>,
+    /// A lower budget the steps aim for, when it is not the one enforced (a session's
+    /// low-water mark: the compaction cuts down to it, the output is held to `budget`).
+    pub aim: Option<usize>,
     /// Whether the output must be within `budget`, or the run fails with
     /// [`FitError::CannotFit`].
     pub enforce_budget: bool,
@@ -191,6 +194,7 @@ impl RunOptions {
     pub fn fit(budget: usize) -> RunOptions {
         RunOptions {
             budget: Some(budget),
+            aim: None,
             enforce_budget: true,
             window: None,
             provider: None,
@@ -214,6 +218,11 @@ impl RunOptions {
     /// The same options with a budget the steps see, not enforced (see [`RunOptions::fit`]).
     pub fn with_budget(self, budget: Option<usize>) -> RunOptions {
         RunOptions { budget, ..self }
+    }
+
+    /// The same options with steps aiming for `aim` tokens while `budget` is enforced.
+    pub fn with_aim(self, aim: Option<usize>) -> RunOptions {
+        RunOptions { aim, ..self }
     }
 
     /// The same options with the model's window.
@@ -285,8 +294,26 @@ impl Fitter {
         pipeline: Option<&Pipeline>,
         options: &RunOptions,
     ) -> Result<Fitted<'a>, FitError> {
+        self.run_with(conversation, counter, pipeline, options, Services::default())
+    }
+
+    /// [`run`](Fitter::run) with `services` lent to the steps (what a compaction leaves
+    /// behind).
+    pub fn run_with<'a>(
+        &mut self,
+        conversation: &'a Conversation,
+        counter: &ChatCounter,
+        pipeline: Option<&Pipeline>,
+        options: &RunOptions,
+        services: Services<'_>,
+    ) -> Result<Fitted<'a>, FitError> {
         let provider = options.provider.unwrap_or(conversation.format);
-        let cx = StepContext::new(provider).with_budget(options.budget).with_window(options.window);
+        let mut cx = StepContext::new(provider)
+            .with_budget(options.aim.or(options.budget))
+            .with_window(options.window);
+        if let Some(trace) = services.trace {
+            cx = cx.with_trace(trace);
+        }
         let input = conversation.messages.as_slice();
         let uncounted;
         let (counter, cache) = if options.count {
@@ -341,12 +368,28 @@ impl Fitter {
             compressed_message_count: messages.len(),
             compression_ratio: if tokens_before == 0 { 1.0 } else { total as f64 / tokens_before as f64 },
             was_compressed: plan.changes_anything(),
-            budget: cx.budget,
+            budget: options.budget,
             counter: counter.text_counter().name().to_string(),
             steps,
             repairs,
+            session: None,
         };
         Ok(Fitted { messages, report, plan })
+    }
+}
+
+/// What a caller lends the steps of one run.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Services<'a> {
+    /// What a compaction leaves where it removed messages (default: a line saying what went).
+    pub trace: Option<&'a dyn Trace>,
+}
+
+impl<'a> Services<'a> {
+    /// Lends `trace` to compactions.
+    pub fn with_trace(self, trace: &'a dyn Trace) -> Services<'a> {
+        Services { trace: Some(trace) }
     }
 }
 

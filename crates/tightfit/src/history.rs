@@ -266,6 +266,20 @@ impl<'a> History<'a> {
         self.edit(index, kind, detail, |_| {})
     }
 
+    /// Replaces the message at `index` by `message` and records the change, without copying
+    /// the message it replaces (a session replaying a decision puts back the messages its
+    /// compaction wrote).
+    pub fn replace(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: impl Into<String>,
+        message: Message,
+    ) -> isize {
+        self.messages[index] = Cow::Owned(message);
+        self.edit(index, kind, detail, |_| {})
+    }
+
     /// Removes the message at `index`, recording `reason` under the running step.
     pub fn remove(&mut self, index: usize, reason: &str) {
         let message = self.messages.remove(index);

@@ -41,13 +41,14 @@ pub mod presets;
 mod record;
 pub mod repair;
 pub mod report;
+pub mod session;
 pub mod steps;
 pub mod text;
 pub mod tokens;
 pub mod units;
 pub mod validate;
 
-pub use fit::{fit, FitError, Fitted, Fitter, RunOptions, Target};
+pub use fit::{fit, FitError, Fitted, Fitter, RunOptions, Services, Target};
 pub use format::{Conversation, Format, FormatError};
 pub use message::{Message, Part, Role};
 pub use pipeline::Pipeline;

@@ -2,6 +2,7 @@
 //!
 //! | name | steps |
 //! | --- | --- |
+//! | `cache` (the default of a [`Session`](crate::session::Session)) | lossless steps first, then one [`Compact`] cut that keeps a fixed head and the newest units, with a trace between; truncation and `middle_out` as a last resort |
 //! | `middle-out` (the default of `fit`) | the ladder: lossless steps first, each only while over budget, ending in `middle_out` |
 //! | `minimal` | llmling's: drop thinking, drop retry prompts, tool outputs to 500 chars, last 5 pairs |
 //! | `balanced` | llmling's: drop thinking, tool outputs to 2,000 chars, texts to 5,000 chars, last 15 pairs |
@@ -10,12 +11,12 @@
 
 use crate::pipeline::Pipeline;
 use crate::steps::{
-    ClearToolResults, Condition, ConfigError, Dedupe, DropEmpty, DropRetryPrompts, DropThinking, KeepLast,
-    MiddleOut, Summarize, TruncateText, TruncateToolResults,
+    ClearToolResults, Compact, Condition, ConfigError, Dedupe, DropEmpty, DropRetryPrompts, DropThinking,
+    KeepLast, MiddleOut, Summarize, TruncateText, TruncateToolResults,
 };
 
 /// The names [`by_name`] knows.
-pub const NAMES: &[&str] = &["middle-out", "minimal", "balanced", "summarizing", "swarms"];
+pub const NAMES: &[&str] = &["cache", "middle-out", "minimal", "balanced", "summarizing", "swarms"];
 
 /// The default ladder of `fit`, lossless steps first, each rung run only while the history
 /// is still over budget: drop_empty → dedupe → drop_thinking (not the current tool turn) →
@@ -42,10 +43,36 @@ pub fn ladder() -> Pipeline {
         .expect("the ladder's configuration is valid")
 }
 
+/// The `cache` preset, a session's default compaction: each rung only while over the budget
+/// (a session's low-water mark), drop_empty → dedupe → drop_thinking (not the current tool
+/// turn) → compact (a fixed head, the newest units from a grid point, a trace between) →
+/// truncate_tool_results (2,000 chars, head and tail, the newest left whole) → middle_out.
+/// The last two run only when the protected units alone are over the mark.
+pub fn cache() -> Pipeline {
+    let over = || Condition::OverBudget;
+    Pipeline::builder()
+        .when(over(), DropEmpty::default())
+        .when(over(), Dedupe::default())
+        .when(over(), DropThinking::default())
+        .when(over(), Compact::default())
+        .when(
+            over(),
+            TruncateToolResults {
+                keep: crate::text::KeepPart::HeadAndTail,
+                keep_last: 1,
+                ..TruncateToolResults::chars(2000)
+            },
+        )
+        .when(over(), MiddleOut::default())
+        .build()
+        .expect("the cache preset's configuration is valid")
+}
+
 /// The preset called `name`.
 pub fn by_name(name: &str) -> Result<Pipeline, ConfigError> {
     let builder = match name {
         "middle-out" | "middle_out" | "default" => return Ok(ladder()),
+        "cache" => return Ok(cache()),
         "minimal" => Pipeline::builder()
             .step(DropThinking::default())
             .step(DropRetryPrompts::default())

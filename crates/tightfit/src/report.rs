@@ -63,12 +63,34 @@ pub struct Report {
     pub steps: Vec<StepLog>,
     /// What the repair pass fixed in a broken input, one line each.
     pub repairs: Vec<String>,
+    /// For a [`Session`](crate::session::Session)'s fit: the conversation, its epoch, and
+    /// whether this call compacted. `None` for a stateless fit.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub session: Option<SessionInfo>,
+}
+
+/// What a session did on one call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionInfo {
+    /// The conversation's key in the session and its store.
+    pub key: String,
+    /// The epoch the output belongs to: 0 until the first compaction, one more at each.
+    pub epoch: u64,
+    /// Whether this call compacted (started a new epoch).
+    pub compacted: bool,
+    /// The session's policy.
+    pub policy: String,
 }
 
 impl Report {
     /// The log lines: one per repair and one per step that changed something.
     pub fn lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.repairs.iter().map(|r| format!("repair: {r}")).collect();
+        if let Some(s) = &self.session {
+            let what = if s.compacted { "compacted, new epoch" } else { "replayed epoch" };
+            lines.push(format!("session {} ({}): {what} {}", s.key, s.policy, s.epoch));
+        }
         lines.extend(self.steps.iter().map(StepLog::line));
         lines
     }

@@ -169,3 +169,38 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
         .collect();
     unit
 }
+
+/// Where the turns of an agent loop end: the prefix lengths at which a caller sends a request
+/// — after each message that is not the assistant's (the model answers the request), and
+/// never between a call and its results (the results of a step come together). O(messages).
+pub fn turn_ends<M: Borrow<Message>>(messages: &[M]) -> Vec<usize> {
+    (1..=messages.len())
+        .filter(|&k| {
+            messages[k - 1].borrow().role != Role::Assistant
+                && (k == messages.len() || !messages[k].borrow().is_tool_result())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{parse_str, FormatHint};
+
+    #[test]
+    fn a_turn_takes_a_step_with_all_its_results() {
+        let messages = parse_str(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "1"},
+                {"role": "tool", "tool_call_id": "b", "content": "2"},
+                {"role": "assistant", "content": "done"}]"#,
+            FormatHint::Auto,
+        )
+        .unwrap()
+        .messages;
+        assert_eq!(turn_ends(&messages), vec![1, 4]);
+    }
+}

@@ -307,7 +307,7 @@ fn configuration_errors_name_the_key() {
     );
     assert_eq!(
         err("preset = \"tiny\"\n", Syntax::Toml),
-        "preset: unknown preset \"tiny\" (known: middle-out, minimal, balanced, summarizing, swarms)"
+        "preset: unknown preset \"tiny\" (known: cache, middle-out, minimal, balanced, summarizing, swarms)"
     );
     assert!(err("steps: [", Syntax::Yaml).starts_with("invalid YAML"));
     assert_eq!(

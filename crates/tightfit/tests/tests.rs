@@ -9,6 +9,7 @@ mod layers;
 mod models;
 mod props;
 mod roundtrip;
+mod session;
 mod step_props;
 mod units;
 mod validate;

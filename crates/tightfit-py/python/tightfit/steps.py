@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal, Mapping, Sequence, TypedDict
 from tightfit import _native
 
 __all__ = [
+    "Compact",
     "Condition",
     "Step",
     "DropThinking",
@@ -435,6 +436,33 @@ class LangchainTrim(Step):
             end_on=end_on,
             counter=counter,
             keep_tool_pairs=keep_tool_pairs,
+            when=when,
+        )
+
+
+class Compact(Step):
+    """A session's cut: keep a fixed head and the newest units from a grid point, with a trace between."""
+
+    type = "compact"
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None = None,
+        head_share: float | None = None,
+        grid: int | None = None,
+        trace: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            max_tokens=max_tokens,
+            head_share=head_share,
+            grid=grid,
+            trace=trace,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
             when=when,
         )
 

@@ -10,7 +10,7 @@
 //! | --- | --- |
 //! | filter | [`DropThinking`], [`DropBinary`], [`DropRetryPrompts`], [`DropToolCalls`], [`DropEmpty`], [`ClearToolResults`], [`Dedupe`] |
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
-//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`] |
+//! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`], [`Compact`] (a session's cut) |
 //! | rewrite | [`ContentName`] |
 //! | compress | [`Summarize`] (configuration only until summarizers land) |
 //! | control | [`When`] |
@@ -20,7 +20,6 @@
 //! not here: they live in `compat` (feature `compat`) and use these steps, never the reverse.
 
 use std::fmt;
-use std::marker::PhantomData;
 
 use serde_json::Value;
 
@@ -30,6 +29,7 @@ pub use crate::params::ConfigError;
 use crate::params::{FromParams, Params};
 
 mod clear_tool_results;
+mod compact;
 mod content_name;
 mod dedupe;
 mod drop_binary;
@@ -52,6 +52,7 @@ mod truncate_tool_results;
 mod when;
 
 pub use clear_tool_results::ClearToolResults;
+pub use compact::Compact;
 pub use content_name::{ContentName, NamePosition};
 pub use dedupe::Dedupe;
 pub use drop_binary::DropBinary;
@@ -66,6 +67,7 @@ pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use shared::cut::TRUNCATED_MARKER;
 pub use shared::filter::MessageFilter;
 pub use shared::select::Measure;
+pub use shared::trace::{CountTrace, Removed, Trace};
 pub use summarize::Summarize;
 pub use task_truncation::{TaskScope, TaskTruncation};
 pub use token_budget::TokenBudget;
@@ -88,14 +90,14 @@ pub struct StepContext<'a> {
     pub window: Option<usize>,
     /// The provider the history is fitted for.
     pub provider: Format,
-    /// The lifetime of the services lent to the run.
-    services: PhantomData<&'a ()>,
+    /// What a compaction leaves where it removed messages; [`CountTrace`] when `None`.
+    pub trace: Option<&'a dyn Trace>,
 }
 
 impl StepContext<'_> {
     /// A context for `provider`'s rules, with no budget and no known window.
     pub fn new(provider: Format) -> StepContext<'static> {
-        StepContext { budget: None, window: None, provider, services: PhantomData }
+        StepContext { budget: None, window: None, provider, trace: None }
     }
 }
 
@@ -108,6 +110,14 @@ impl<'a> StepContext<'a> {
     /// The same context with the model's window (`None`: unknown).
     pub fn with_window(self, window: impl Into<Option<usize>>) -> StepContext<'a> {
         StepContext { window: window.into(), ..self }
+    }
+
+    /// The same context with `trace` lent to compactions (a summarizer, an offload store).
+    pub fn with_trace<'b>(self, trace: &'b dyn Trace) -> StepContext<'b>
+    where
+        'a: 'b,
+    {
+        StepContext { trace: Some(trace), ..self }
     }
 }
 
@@ -206,6 +216,7 @@ pub const CATALOGUE: &[StepKind] = &[
     keep_first::KIND,
     head_and_tail::KIND,
     middle_out::KIND,
+    compact::KIND,
     task_truncation::KIND,
     summarize::KIND,
     when::KIND,

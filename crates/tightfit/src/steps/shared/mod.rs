@@ -8,3 +8,4 @@ pub(crate) mod cut;
 pub(crate) mod filter;
 pub(crate) mod keep;
 pub(crate) mod select;
+pub(crate) mod trace;

@@ -1,0 +1,343 @@
+//! Sessions: fitting the same conversation turn after turn with a cut that stays put, so a
+//! provider's prompt cache keeps serving the prefix.
+//!
+//! An agent loop sends its whole history every turn. A stateless [`fit`](crate::fit()) decides
+//! afresh each time, so its cut moves every turn and the provider's cache misses from the cut
+//! on. A [`Session`] decides once per **epoch**:
+//!
+//! - while the history, as the current epoch's decision leaves it, is under the **high-water
+//!   mark** (a share of the budget), nothing more is removed: the messages sent before are sent
+//!   again byte for byte, and new messages follow as they came;
+//! - when it would cross the mark, the policy **compacts** once, down to the **low-water mark**
+//!   (the `cache` policy: lossless steps, then one [`Compact`](crate::steps::Compact) cut that
+//!   keeps a fixed head and the newest units from a grid point, with a trace between), and
+//!   that decision is replayed until the next compaction.
+//!
+//! Messages are recognised by content hash, so a framework that rebuilds its message dicts
+//! every turn is still recognised. A history that does not extend the previous one (an edit,
+//! a retry, a branch) keeps the part of the decision that lies before the first difference,
+//! or starts afresh. Decisions are checkpointed in a [`Store`] at each compaction, so a
+//! session opened on the same store in another process makes the same decisions.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tightfit::format::{parse_str, FormatHint};
+//! use tightfit::models::Registry;
+//! use tightfit::session::{MemoryStore, Policy, Session};
+//! use tightfit::Target;
+//!
+//! let model = Registry::embedded().lookup("gpt-4o")?;
+//! let session = Session::new(Target::for_model(model, None), Policy::cache(), Arc::new(MemoryStore::new()));
+//! let turn = parse_str(r#"[{"role": "user", "content": "Hi!"}]"#, FormatHint::Auto)?;
+//! let fitted = session.fit(&turn)?;
+//! assert_eq!(fitted.messages.len(), 1);
+//! assert_eq!(fitted.report.session.as_ref().unwrap().epoch, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod decision;
+mod replay;
+pub mod store;
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use xxhash_rust::xxh3::Xxh3;
+
+pub use decision::CHECKPOINT_VERSION;
+use decision::{CheckpointError, Decision};
+use replay::Replay;
+pub use store::{MemoryStore, Store, StoreError, StoreErrorKind};
+
+use crate::fit::{FitError, Fitted, Fitter, RunOptions, Services, Target};
+use crate::format::{Conversation, Format};
+use crate::message::Role;
+use crate::pipeline::Pipeline;
+use crate::presets;
+use crate::report::SessionInfo;
+use crate::steps::{ConfigError, Trace};
+use crate::tokens::message_fingerprint;
+
+/// The marks of a session's epochs, as shares of the budget.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Settings {
+    /// A compaction happens when the output would pass this share of the budget. Defaults
+    /// to 1.0: only when the budget itself would be passed (a later compaction costs nothing
+    /// in cache misses; lower it to keep room for counts that are estimates).
+    pub high_water: f64,
+    /// A compaction cuts down to this share of the budget. Defaults to 0.6.
+    pub low_water: f64,
+    /// The most conversations held in memory; the least recently used one is forgotten
+    /// (its checkpoint stays in the store). Defaults to 1,024.
+    pub max_conversations: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { high_water: 1.0, low_water: 0.6, max_conversations: 1024 }
+    }
+}
+
+impl Settings {
+    /// The same settings with other marks.
+    pub fn with_marks(self, low_water: f64, high_water: f64) -> Settings {
+        Settings { low_water, high_water, ..self }
+    }
+
+    /// Checks the marks: 0 < low_water < high_water ≤ 1, at least one conversation.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if !(self.high_water > 0.0 && self.high_water <= 1.0) {
+            return Err(ConfigError::new("high_water", "must be above 0 and at most 1"));
+        }
+        if !(self.low_water > 0.0 && self.low_water < self.high_water) {
+            return Err(ConfigError::new("low_water", "must be above 0 and below high_water"));
+        }
+        if self.max_conversations == 0 {
+            return Err(ConfigError::new("max_conversations", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// What a session runs when it compacts: a named pipeline.
+#[derive(Debug)]
+pub struct Policy {
+    name: String,
+    pipeline: Pipeline,
+}
+
+impl Policy {
+    /// The `cache` policy, the sessions' default ([`presets::cache`]).
+    pub fn cache() -> Policy {
+        Policy { name: "cache".into(), pipeline: presets::cache() }
+    }
+
+    /// The preset called `name` as a session policy (`cache`, `middle-out`, `minimal`, ...).
+    pub fn by_name(name: &str) -> Result<Policy, ConfigError> {
+        Ok(Policy { name: name.to_string(), pipeline: presets::by_name(name)? })
+    }
+
+    /// A policy running `pipeline`, called `name` in reports.
+    pub fn new(name: impl Into<String>, pipeline: Pipeline) -> Policy {
+        Policy { name: name.into(), pipeline }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Why a session could not fit a history.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The history could not be fitted (what must be kept is over the budget, a step
+    /// failed).
+    #[error(transparent)]
+    Fit(#[from] FitError),
+    /// The store failed, or holds a checkpoint this build cannot read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Fits the turns of conversations so that each request extends the one before until a
+/// compaction; see the [module documentation](self). `Send + Sync`: one session serves many
+/// threads and many conversations (calls are serialized).
+#[derive(Debug)]
+pub struct Session {
+    target: Target,
+    policy: Policy,
+    settings: Settings,
+    store: Arc<dyn Store>,
+    trace: Option<Arc<dyn Trace>>,
+    state: Mutex<State>,
+}
+
+/// What a session holds in memory.
+#[derive(Debug, Default)]
+struct State {
+    fitter: Fitter,
+    /// Per conversation key: the current decision and when it was last used.
+    conversations: HashMap<String, (Arc<Decision>, u64)>,
+    clock: u64,
+}
+
+impl Session {
+    /// A session fitting to `target` with `policy`, its checkpoints in `store`, with the
+    /// default [`Settings`].
+    pub fn new(target: Target, policy: Policy, store: Arc<dyn Store>) -> Session {
+        Session { target, policy, settings: Settings::default(), store, trace: None, state: Mutex::default() }
+    }
+
+    /// The same session with `settings` (checked).
+    pub fn with_settings(mut self, settings: Settings) -> Result<Session, ConfigError> {
+        settings.check()?;
+        self.settings = settings;
+        Ok(self)
+    }
+
+    /// The same session leaving `trace`'s message where a compaction removes messages
+    /// (instead of the line saying how many went).
+    pub fn with_trace(mut self, trace: Arc<dyn Trace>) -> Session {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// The target it fits to.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Its policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Its settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Fits `conversation`, the whole history of this turn, under the key derived from its
+    /// first messages ([`Session::key_of`]).
+    pub fn fit<'a>(&self, conversation: &'a Conversation) -> Result<Fitted<'a>, SessionError> {
+        self.fit_keyed(None, conversation)
+    }
+
+    /// The key a conversation is known by when the caller gives none: a hash of its messages
+    /// up to the first user message (the system prompt and the task), and its format.
+    pub fn key_of(conversation: &Conversation) -> String {
+        let first_user = conversation.messages.iter().position(|m| m.role == Role::User);
+        let head = first_user.map_or(conversation.messages.len(), |i| i + 1);
+        key_from(conversation.format, conversation.messages[..head].iter().map(message_fingerprint))
+    }
+
+    /// Fits `conversation` as the conversation `key` (derived when `None`).
+    pub fn fit_keyed<'a>(
+        &self,
+        key: Option<&str>,
+        conversation: &'a Conversation,
+    ) -> Result<Fitted<'a>, SessionError> {
+        let fingerprints: Vec<u128> = conversation.messages.iter().map(message_fingerprint).collect();
+        let key = match key {
+            Some(key) => key.to_string(),
+            None => {
+                let first_user = conversation.messages.iter().position(|m| m.role == Role::User);
+                let head = first_user.map_or(fingerprints.len(), |i| i + 1);
+                key_from(conversation.format, fingerprints[..head].iter().copied())
+            }
+        };
+        let mut state = self.lock();
+        let decision = self.decision_of(&mut state, &key)?;
+        let budget = self.target.budget;
+        let high = (budget as f64 * self.settings.high_water) as usize;
+        let mut options = RunOptions::fit(budget).with_window(self.target.window);
+        options.provider = self.target.provider;
+        let info = |epoch, compacted| SessionInfo {
+            key: key.clone(),
+            epoch,
+            compacted,
+            policy: self.policy.name.clone(),
+        };
+        let counter = &self.target.counter;
+        // the turn as the current decision leaves it
+        if let Some(applying) = decision.still_applying(&fingerprints) {
+            let applying = Arc::new(applying.into_owned());
+            let replay = Pipeline::builder()
+                .step(Replay { decision: Arc::clone(&applying) })
+                .build()
+                .expect("a replay has nothing to check");
+            if let Ok(mut fitted) = state.fitter.run(conversation, counter, Some(&replay), &options) {
+                if fitted.report.compressed_token_count <= high {
+                    fitted.report.session = Some(info(applying.epoch, false));
+                    state.remember(key, applying, self.settings.max_conversations);
+                    return Ok(fitted);
+                }
+            }
+        }
+        // a compaction: the policy cuts down to the low-water mark
+        let aim = (budget as f64 * self.settings.low_water) as usize;
+        let services = match &self.trace {
+            Some(trace) => Services::default().with_trace(trace.as_ref()),
+            None => Services::default(),
+        };
+        let mut fitted = state.fitter.run_with(
+            conversation,
+            counter,
+            Some(&self.policy.pipeline),
+            &options.with_aim(Some(aim)),
+            services,
+        )?;
+        let epoch = decision.epoch + 1;
+        let decided = Arc::new(Decision::of_compaction(epoch, fingerprints, &fitted));
+        let provider = self.target.provider.unwrap_or(conversation.format);
+        self.store.save(&key, &decided.to_checkpoint(provider))?;
+        fitted.report.session = Some(info(epoch, true));
+        state.remember(key, decided, self.settings.max_conversations);
+        Ok(fitted)
+    }
+
+    /// Forgets conversation `key`, in memory and in the store.
+    pub fn forget(&self, key: &str) -> Result<(), StoreError> {
+        self.lock().conversations.remove(key);
+        self.store.remove(key).map(|_| ())
+    }
+
+    /// The number of conversations held in memory.
+    pub fn conversations_in_memory(&self) -> usize {
+        self.lock().conversations.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // a panic in another call leaves the state whole: decisions are replaced, not edited
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The current decision for `key`: in memory, else from the store, else the initial one.
+    fn decision_of(&self, state: &mut State, key: &str) -> Result<Arc<Decision>, StoreError> {
+        if let Some((decision, _)) = state.conversations.get(key) {
+            return Ok(Arc::clone(decision));
+        }
+        let Some(bytes) = self.store.load(key)? else { return Ok(Arc::new(Decision::initial())) };
+        match Decision::from_checkpoint(&bytes) {
+            Ok((decision, _)) => Ok(Arc::new(decision)),
+            Err(CheckpointError::Corrupt(reason)) => Err(StoreError::new(
+                StoreErrorKind::Corrupt,
+                self.store.describe(),
+                format!("the checkpoint of conversation {key} cannot be read: {reason}"),
+            )),
+            Err(CheckpointError::Version(version)) => Err(StoreError::new(
+                StoreErrorKind::Version,
+                self.store.describe(),
+                format!(
+                    "the checkpoint of conversation {key} has version {version}; this build reads version {CHECKPOINT_VERSION}"
+                ),
+            )),
+        }
+    }
+}
+
+impl State {
+    fn remember(&mut self, key: String, decision: Arc<Decision>, max: usize) {
+        self.clock += 1;
+        self.conversations.insert(key, (decision, self.clock));
+        if self.conversations.len() > max {
+            let oldest = self.conversations.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                self.conversations.remove(&oldest);
+            }
+        }
+    }
+}
+
+fn key_from(format: Format, fingerprints: impl Iterator<Item = u128>) -> String {
+    let mut hasher = Xxh3::new();
+    format.as_str().hash(&mut hasher);
+    for f in fingerprints {
+        f.hash(&mut hasher);
+    }
+    format!("{:032x}", hasher.digest128())
+}

@@ -1,0 +1,264 @@
+//! `compact`: the one cut a session makes per epoch, placed so that a provider's prompt cache
+//! keeps as much as it can.
+//!
+//! A provider caches the longest prefix a request shares with the one before. Removing a
+//! message invalidates everything after it, so where the cut falls decides what stays cached:
+//!
+//! 1. the **head** — system messages and the conversation's first units (the task), up to
+//!    `head_share` of the budget, at least the first unit — is never cut. It is a function of
+//!    the conversation's first units and the budget only, so it is the same at every
+//!    compaction and stays cached across them;
+//! 2. the **tail** — the newest units that fit what is left of the budget — is kept, starting
+//!    on a unit whose index is a multiple of `grid`, so that two processes (or proxy replicas)
+//!    that compact the same conversation a turn apart cut at the same place;
+//! 3. everything between is removed at once, and one message made by the run's
+//!    [`Trace`](super::Trace) (by default [`CountTrace`](super::CountTrace): how many messages
+//!    went, and which) is left where they were — after the head, so the head stays cached.
+//!
+//! Protected units (system messages, the newest user turn) are never removed. If they alone
+//! are over the budget the step removes what it can and leaves the rest to later steps. Cost:
+//! O(units), plus the trace.
+
+use super::shared::keep::read_keep;
+use super::shared::trace::{CountTrace, Removed, Trace};
+use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::history::{History, Keep, Origin};
+use crate::params::{FromParams, Params};
+use crate::units::UnitKind;
+
+/// `compact` in configuration.
+pub(crate) const KIND: StepKind = StepKind::of::<Compact>("compact", &["epoch_cut"]);
+
+/// Removes the units between a fixed head and the newest units that fit, in one cut aligned
+/// to a grid, and leaves a trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compact {
+    /// The token budget. Defaults to `None`: the call's budget (a session's low-water mark).
+    pub max_tokens: Option<usize>,
+    /// What is always kept. Defaults to system messages and the newest user turn.
+    pub keep: Keep,
+    /// The share of the budget the head may take (system messages not counted). Defaults to
+    /// 0.3. The first unit after the system messages is in the head whatever its size.
+    pub head_share: f64,
+    /// The tail starts on a unit index that is a multiple of this. Defaults to 4.
+    pub grid: usize,
+    /// Leave a trace where messages were removed. Defaults to true.
+    pub trace: bool,
+}
+
+impl Default for Compact {
+    fn default() -> Compact {
+        Compact { max_tokens: None, keep: Keep::default(), head_share: 0.3, grid: 4, trace: true }
+    }
+}
+
+impl FromParams for Compact {
+    /// Keys: `max_tokens`, `head_share`, `grid`, `trace`, `keep_system`,
+    /// `keep_newest_user_turn`.
+    fn from_params(p: &mut Params) -> Result<Compact, ConfigError> {
+        let mut step = Compact { max_tokens: p.usize(&["max_tokens"])?, ..Compact::default() };
+        if let Some(share) = p.f64(&["head_share"])? {
+            step.head_share = share;
+        }
+        if let Some(grid) = p.usize(&["grid"])? {
+            step.grid = grid;
+        }
+        if let Some(trace) = p.bool(&["trace"])? {
+            step.trace = trace;
+        }
+        step.keep = read_keep(p, step.keep)?;
+        Ok(step)
+    }
+}
+
+impl Step for Compact {
+    fn name(&self) -> &'static str {
+        KIND.name
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if !(0.0..=1.0).contains(&self.head_share) {
+            return Err(ConfigError::new("head_share", "must be between 0 and 1"));
+        }
+        if self.grid == 0 {
+            return Err(ConfigError::new("grid", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
+        let Some(budget) = self.max_tokens.or(cx.budget) else { return Ok(()) };
+        if history.total_tokens() <= budget {
+            return Ok(());
+        }
+        let Some(cut) = self.plan_cut(history, budget) else { return Ok(()) };
+        let trace: &dyn Trace = match cx.trace {
+            Some(trace) => trace,
+            None => &CountTrace,
+        };
+        let removed_message = if self.trace {
+            let (messages, input_indices) = cut
+                .removed_messages(history)
+                .map(|i| {
+                    let origin = match history.origin(i) {
+                        Origin::Input(input) => Some(input),
+                        Origin::Inserted => None,
+                    };
+                    (history.message(i), origin)
+                })
+                .unzip();
+            trace.trace(&Removed { messages, input_indices, provider: cx.provider })?
+        } else {
+            None
+        };
+        let at = history.units()[cut.first_removed].messages.start;
+        let count = history.drop_units(&cut.drop, &cut.reason());
+        if let Some(message) = removed_message {
+            history.insert(at, message, format!("trace of the {count} messages removed"));
+        }
+        Ok(())
+    }
+}
+
+/// Where a compaction cuts: the units it removes.
+struct Cut {
+    drop: Vec<bool>,
+    first_removed: usize,
+    head: usize,
+    tail: usize,
+}
+
+impl Cut {
+    fn removed_messages<'h>(&'h self, history: &'h History<'_>) -> impl Iterator<Item = usize> + 'h {
+        history.units().iter().zip(&self.drop).filter(|(_, d)| **d).flat_map(|(u, _)| u.messages.clone())
+    }
+
+    fn reason(&self) -> String {
+        format!("between the head (units 0..{}) and the tail (from unit {})", self.head, self.tail)
+    }
+}
+
+impl Compact {
+    /// The units to remove, or `None` when removing none would do.
+    fn plan_cut(&self, history: &History<'_>, budget: usize) -> Option<Cut> {
+        let units = history.units();
+        let protected = history.protected_units(self.keep);
+        let tokens: Vec<usize> = units.iter().map(|u| history.tokens_of(u.messages.clone())).collect();
+        // the head: the first units after the system messages, up to its share of the budget
+        let head_budget = (budget as f64 * self.head_share) as usize;
+        let (mut head, mut head_tokens, mut taken) = (0, 0, false);
+        while head < units.len() {
+            if units[head].kind != UnitKind::Instruction {
+                if taken && head_tokens + tokens[head] > head_budget {
+                    break;
+                }
+                head_tokens += tokens[head];
+                taken = true;
+            }
+            head += 1;
+        }
+        // what stays whatever is cut: the fixed tokens, the head, the protected units after it
+        let mut kept = history.fixed_tokens()
+            + tokens[..head].iter().sum::<usize>()
+            + (head..units.len()).filter(|&i| protected[i]).map(|i| tokens[i]).sum::<usize>();
+        // the tail: the newest units that fit
+        let mut tail = units.len();
+        while tail > head {
+            let i = tail - 1;
+            if !protected[i] {
+                if kept + tokens[i] > budget {
+                    break;
+                }
+                kept += tokens[i];
+            }
+            tail -= 1;
+        }
+        // on the grid: the tail starts at the next multiple of `grid`
+        let tail = tail.div_ceil(self.grid).saturating_mul(self.grid).min(units.len());
+        let drop: Vec<bool> = (0..units.len()).map(|i| i >= head && i < tail && !protected[i]).collect();
+        let first_removed = drop.iter().position(|d| *d)?;
+        Some(Cut { drop, first_removed, head, tail })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+    use crate::message::{Message, Role};
+    use crate::steps::test_support::{counter, run_in};
+    use crate::tokens::CountCache;
+
+    /// system, then `n` user/assistant exchanges of `words` words each.
+    fn chat(n: usize, words: usize) -> Vec<Message> {
+        let mut messages = vec![Message::text(Role::System, "You are terse.")];
+        for i in 0..n {
+            let text = |who: &str| format!("{who} {i}: {}", "word ".repeat(words));
+            messages.push(Message::text(Role::User, text("question")));
+            messages.push(Message::text(Role::Assistant, text("answer")));
+        }
+        messages
+    }
+
+    fn tokens(messages: &[Message]) -> usize {
+        counter().count(messages, None).total
+    }
+
+    #[test]
+    fn keeps_the_head_and_the_newest_and_leaves_a_trace_between() {
+        let input = chat(40, 20);
+        let budget = tokens(&input) / 3;
+        let out = run_in(&Compact::default(), &input, StepContext::new(Format::OpenAi).with_budget(budget));
+        assert!(tokens(&out) <= budget, "{} > {budget}", tokens(&out));
+        assert_eq!(out[0], input[0], "the system prompt stays");
+        assert_eq!(out[1], input[1], "the first user turn (the task) stays");
+        let trace = out.iter().position(|m| m.text_content().starts_with("[tightfit: ")).expect("a trace");
+        let removed = input.len() - (out.len() - 1);
+        assert!(out[trace].text_content().contains(&format!("{removed} earlier messages")));
+        assert_eq!(out.last(), input.last(), "the newest message stays");
+        // what is kept after the trace is a contiguous run of the newest messages
+        let tail = &out[trace + 1..];
+        assert_eq!(tail, &input[input.len() - tail.len()..]);
+    }
+
+    #[test]
+    fn the_head_does_not_move_as_the_conversation_grows() {
+        let step = Compact::default();
+        let cx = StepContext::new(Format::OpenAi).with_budget(600);
+        let heads: Vec<Vec<Message>> = [30, 31, 45, 80]
+            .iter()
+            .map(|&n| {
+                let out = run_in(&step, &chat(n, 15), cx);
+                let trace = out.iter().position(|m| m.text_content().starts_with("[tightfit: ")).unwrap();
+                out[..trace].to_vec()
+            })
+            .collect();
+        assert!(heads.windows(2).all(|w| w[0] == w[1]), "{heads:?}");
+    }
+
+    #[test]
+    fn the_tail_starts_on_the_grid() {
+        for grid in [1, 4, 7] {
+            let step = Compact { grid, trace: false, ..Compact::default() };
+            let input = chat(50, 10);
+            let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+            let cut = step.plan_cut(&history, 500).expect("a cut");
+            assert_eq!(cut.tail % grid, 0, "grid {grid}: tail at unit {}", cut.tail);
+            step.apply(&mut history, &StepContext::new(Format::OpenAi).with_budget(500)).unwrap();
+            assert!(history.total_tokens() <= 500);
+        }
+    }
+
+    #[test]
+    fn under_budget_it_does_nothing() {
+        let input = chat(5, 5);
+        let out = run_in(&Compact::default(), &input, StepContext::new(Format::OpenAi).with_budget(100_000));
+        assert_eq!(out, input);
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        assert!(Compact { grid: 0, ..Compact::default() }.check().is_err());
+        assert!(Compact { head_share: 1.5, ..Compact::default() }.check().is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! Sessions on real agent runs grown turn by turn: every request within budget and valid,
+//! each one extending the one before until a compaction, the same decisions from a second
+//! session on the same store, and clear errors from a broken store.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use tightfit::format::{messages_to_value, parse_str, Conversation, Format, FormatHint};
+use tightfit::message::Message;
+use tightfit::models::Registry;
+use tightfit::session::{MemoryStore, Policy, Session, SessionError, Settings, Store, StoreErrorKind};
+use tightfit::units::turn_ends;
+use tightfit::validate::validate;
+use tightfit::Target;
+
+use crate::{lines, shared};
+
+fn conversations(file: &str, take: usize) -> Vec<Conversation> {
+    lines(&shared(file)).iter().take(take).map(|l| parse_str(l, FormatHint::Auto).unwrap()).collect()
+}
+
+fn prefix(conversation: &Conversation, len: usize) -> Conversation {
+    Conversation { messages: conversation.messages[..len].to_vec(), ..conversation.clone() }
+}
+
+fn wire(messages: &[Cow<'_, Message>], format: Format) -> Vec<String> {
+    messages.iter().map(|m| messages_to_value(std::slice::from_ref(m.as_ref()), format).to_string()).collect()
+}
+
+fn target(model: &str, budget: usize) -> Target {
+    Target::for_model(Registry::embedded().lookup(model).unwrap(), None).with_budget(budget)
+}
+
+/// What one agent loop did: requests, compactions, and each request's messages as bytes.
+struct Loop {
+    requests: Vec<Vec<String>>,
+    compactions: usize,
+}
+
+/// Sends `conversation` turn by turn through `session`, checking each request.
+fn agent_loop(session: &Session, conversation: &Conversation) -> Loop {
+    agent_loop_over(session, conversation, &turn_ends(&conversation.messages))
+}
+
+/// [`agent_loop`] over the turns that end at `ends`.
+fn agent_loop_over(session: &Session, conversation: &Conversation, ends: &[usize]) -> Loop {
+    let budget = session.target().budget;
+    let provider = session.target().provider.unwrap_or(conversation.format);
+    let mut requests: Vec<Vec<String>> = Vec::new();
+    let mut compactions = 0;
+    for &end in ends {
+        let turn = prefix(conversation, end);
+        let before = turn.clone();
+        let fitted = match session.fit(&turn) {
+            Ok(fitted) => fitted,
+            Err(SessionError::Fit(e)) => panic!("turn at {end} messages: {e}"),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(turn, before, "the input is not mutated");
+        let report = &fitted.report;
+        assert!(report.compressed_token_count <= budget, "{} over {budget}", report.compressed_token_count);
+        assert_eq!(validate(&fitted.messages, provider), vec![], "turn at {end} messages is valid");
+        let info = report.session.as_ref().expect("a session fit says so");
+        let sent = wire(&fitted.messages, turn.format);
+        if info.compacted {
+            compactions += 1;
+            assert!(
+                sent.iter().any(|m| m.contains("[tightfit: ")) || report.compressed_message_count == end,
+                "a compaction that removed messages leaves a trace"
+            );
+        } else if let Some(previous) = requests.last() {
+            assert!(
+                sent.len() >= previous.len() && sent[..previous.len()] == previous[..],
+                "{}: turn at {end} messages: without a compaction the request extends the previous one",
+                conversation
+                    .request
+                    .as_ref()
+                    .and_then(|r| r.extra.get("id"))
+                    .map(|v| v.to_string())
+                    .unwrap_or_default()
+            );
+        }
+        requests.push(sent);
+    }
+    Loop { requests, compactions }
+}
+
+#[test]
+fn agent_runs_grow_turn_by_turn_with_few_compactions() {
+    for (file, model, budget) in [
+        ("data/agent_mini_swe_deepseek.jsonl", "gpt-4o", 8_000),
+        ("data/agent_tau_bench_airline_gpt4o.jsonl", "gpt-4o", 4_000),
+        ("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl", "claude-sonnet-4-5", 4_000),
+        ("data2/agent_claude_code_sessions_anthropic.jsonl", "claude-sonnet-4-5", 6_000),
+        ("data2/agent_openhands.jsonl", "gpt-4o", 8_000),
+    ] {
+        let mut turns = 0;
+        let mut compactions = 0;
+        for conversation in conversations(file, 4) {
+            let session = Session::new(target(model, budget), Policy::cache(), Arc::new(MemoryStore::new()));
+            let run = agent_loop(&session, &conversation);
+            turns += run.requests.len();
+            compactions += run.compactions;
+        }
+        assert!(turns > 0);
+        // each compaction cuts to 60% of the budget, so a turn compacts only when 40% of the
+        // budget arrived since the last one
+        assert!(compactions * 5 <= turns, "{file}: {compactions} compactions in {turns} turns");
+    }
+}
+
+#[test]
+fn a_second_session_on_the_same_store_makes_the_same_decisions() {
+    let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
+    let session =
+        |store: &Arc<dyn Store>| Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::clone(store));
+    let whole = agent_loop(&session(&(Arc::new(MemoryStore::new()) as Arc<dyn Store>)), conversation);
+    assert!(whole.compactions >= 2, "the run compacts more than once at this budget");
+    // the same loop, its second half by a new session (another process: nothing in memory)
+    let ends = turn_ends(&conversation.messages);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let half = ends.len() / 2;
+    let mut requests = agent_loop_over(&session(&store), conversation, &ends[..half]).requests;
+    requests.extend(agent_loop_over(&session(&store), conversation, &ends[half..]).requests);
+    assert_eq!(requests.len(), whole.requests.len());
+    for (i, (a, b)) in requests.iter().zip(&whole.requests).enumerate() {
+        assert!(a == b, "turn {i} differs");
+    }
+}
+
+#[test]
+fn an_edit_or_a_branch_keeps_what_still_applies() {
+    let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
+    let session = Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::new(MemoryStore::new()));
+    let run = agent_loop(&session, conversation);
+    assert!(run.compactions >= 1);
+    // the caller edits an old message (the task): nothing the decision covered can be trusted
+    let mut edited = conversation.clone();
+    edited.messages[1] = Message::text(tightfit::Role::User, "a different task");
+    let fitted = session.fit(&edited).unwrap();
+    assert!(fitted.report.compressed_token_count <= 6_000);
+    assert_eq!(validate(&fitted.messages, Format::OpenAi), vec![]);
+    // a branch: the last turns are taken back and the loop goes on from an earlier point
+    let ends = turn_ends(&conversation.messages);
+    let back = prefix(conversation, ends[ends.len() - 4]);
+    let fitted = session.fit(&back).unwrap();
+    assert!(fitted.report.compressed_token_count <= 6_000);
+    assert_eq!(validate(&fitted.messages, Format::OpenAi), vec![]);
+}
+
+#[test]
+fn a_corrupt_checkpoint_is_an_error_naming_the_store_and_conversation() {
+    let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
+    let store = Arc::new(MemoryStore::new());
+    let session = Session::new(target("gpt-4o", 6_000), Policy::cache(), store.clone());
+    let key = Session::key_of(conversation);
+    for (bytes, kind) in [
+        (&b"not json"[..], StoreErrorKind::Corrupt),
+        (br#"{"something": "else"}"#, StoreErrorKind::Corrupt),
+        (br#"{"tightfit_session": 99}"#, StoreErrorKind::Version),
+    ] {
+        store.save(&key, bytes).unwrap();
+        match session.fit(conversation) {
+            Err(SessionError::Store(e)) => {
+                assert_eq!(e.kind, kind);
+                assert!(e.to_string().contains(&key), "{e}");
+                assert!(e.to_string().starts_with("memory: "), "{e}");
+            }
+            other => panic!("expected a store error, got {:?}", other.map(|f| f.report)),
+        }
+        // nothing was overwritten: the bad checkpoint is still there for a person to look at
+        assert_eq!(store.load(&key).unwrap().as_deref(), Some(bytes));
+    }
+}
+
+#[test]
+fn marks_are_checked() {
+    let session = || Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::new(MemoryStore::new()));
+    assert!(session().with_settings(Settings::default().with_marks(0.9, 0.8)).is_err());
+    assert!(session().with_settings(Settings::default().with_marks(0.5, 1.2)).is_err());
+    assert!(session().with_settings(Settings::default().with_marks(0.5, 0.9)).is_ok());
+    assert!(Policy::by_name("no-such-policy").unwrap_err().to_string().contains("no-such-policy"));
+}
