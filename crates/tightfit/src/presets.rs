@@ -46,7 +46,8 @@ pub fn ladder() -> Pipeline {
 /// The `cache` preset, a session's default compaction: each rung only while over the budget
 /// (a session's low-water mark), drop_empty → dedupe → drop_thinking (not the current tool
 /// turn) → compact (a fixed head, the newest units from a grid point, a trace between) →
-/// truncate_tool_results (2,000 chars, head and tail, the newest left whole) → middle_out.
+/// truncate_tool_results (2,000 chars, head and tail, the newest left whole) → middle_out (with
+/// a placeholder where it removed messages).
 /// The last two run only when the protected units alone are over the mark.
 pub fn cache() -> Pipeline {
     let over = || Condition::OverBudget;
@@ -63,7 +64,17 @@ pub fn cache() -> Pipeline {
                 ..TruncateToolResults::chars(2000)
             },
         )
-        .when(over(), MiddleOut::default())
+        // the last resort (a turn too big for any cut of whole old units) leaves a trace too
+        .when(
+            over(),
+            MiddleOut {
+                placeholder: Some(
+                    "[tightfit: {skipped} earlier messages were removed here to fit the context window]"
+                        .into(),
+                ),
+                ..MiddleOut::default()
+            },
+        )
         .build()
         .expect("the cache preset's configuration is valid")
 }

@@ -38,9 +38,9 @@ pub struct Compact {
     /// What is always kept. Defaults to system messages and the newest user turn.
     pub keep: Keep,
     /// The share of the budget the head may take (system messages not counted). Defaults to
-    /// 0.3. The first unit after the system messages is in the head whatever its size.
+    /// 0.7. The first unit after the system messages is in the head whatever its size.
     pub head_share: f64,
-    /// The tail starts on a unit index that is a multiple of this. Defaults to 4.
+    /// The tail starts on a unit index that is a multiple of this. Defaults to 2.
     pub grid: usize,
     /// Leave a trace where messages were removed. Defaults to true.
     pub trace: bool,
@@ -48,7 +48,7 @@ pub struct Compact {
 
 impl Default for Compact {
     fn default() -> Compact {
-        Compact { max_tokens: None, keep: Keep::default(), head_share: 0.3, grid: 4, trace: true }
+        Compact { max_tokens: None, keep: Keep::default(), head_share: 0.7, grid: 2, trace: true }
     }
 }
 
