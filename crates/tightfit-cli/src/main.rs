@@ -15,6 +15,8 @@ mod count_cmd;
 mod fit_cmd;
 mod input;
 mod models_cmd;
+mod simulate_cmd;
+mod simulate_svg;
 mod validate_cmd;
 
 /// Fit LLM conversation histories into a model's context window.
@@ -106,6 +108,58 @@ enum Command {
         /// One JSON object per violation.
         #[arg(long)]
         json: bool,
+    },
+    /// Replay conversations turn by turn through several policies (tightfit's sessions,
+    /// stateless fit, a hysteresis baseline, the peers) and compare what each sends: tokens,
+    /// prefix reuse, cached tokens and dollars under the model's prices, cuts, messages
+    /// removed without a trace.
+    ///
+    /// Each turn appends the next message (a tool call's results come with it) and asks each
+    /// policy for its request. Rows add up over the conversations of the files; with --concat
+    /// they are replayed back to back as one stream. Exit code 1 when one of tightfit's
+    /// sessions sent a request over budget or invalid, or removed messages without a trace.
+    Simulate {
+        /// Conversation files (JSON or JSON Lines), replayed in order.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The model whose counter, window and prices apply. Defaults to the first request
+        /// body's `model`.
+        #[arg(long, short)]
+        model: Option<String>,
+        /// The budget in tokens, instead of the model's window minus the output reserved.
+        #[arg(long)]
+        budget: Option<usize>,
+        /// A policy to compare (repeat for several): session:<preset> (session:cache, ...),
+        /// fit, hysteresis[:<share>], ag2-token-limiter, ag2-history-limiter,
+        /// langchain-trim, autogen-buffered, autogen-head-and-tail, autogen-token-limited,
+        /// swarms. Default: all of them.
+        #[arg(long = "policy", value_name = "P")]
+        policies: Vec<String>,
+        /// Replay all conversations back to back as one stream.
+        #[arg(long)]
+        concat: bool,
+        /// Only this line of each JSON Lines file (1-based).
+        #[arg(long)]
+        line: Option<usize>,
+        /// The first request has at least this many messages (the history before it is
+        /// there, but not requested turn by turn).
+        #[arg(long, default_value_t = 0)]
+        from: usize,
+        /// The last request has at most this many messages.
+        #[arg(long)]
+        to: Option<usize>,
+        /// One JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Also draw request tokens per turn and cumulative dollars per policy into this SVG.
+        #[arg(long, value_name = "OUT")]
+        svg: Option<PathBuf>,
+        /// The input's wire format.
+        #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+        format: FormatArg,
+        /// A TOML or JSON file that adds models to the registry or overrides them.
+        #[arg(long, value_name = "FILE")]
+        models_file: Option<PathBuf>,
     },
     /// List the model registry, or the models matching QUERY.
     Models {
@@ -212,6 +266,34 @@ fn main() -> ExitCode {
                 fit_cmd::run(&registry, &pipeline, &file, &options)
             })
         }
+        Command::Simulate {
+            files,
+            model,
+            budget,
+            policies,
+            concat,
+            line,
+            from,
+            to,
+            json,
+            svg,
+            format,
+            models_file,
+        } => registry(models_file.as_ref()).and_then(|registry| {
+            let options = simulate_cmd::Options {
+                model,
+                budget,
+                policies,
+                concat,
+                line,
+                from,
+                to,
+                json,
+                svg,
+                hint: format.hint(),
+            };
+            simulate_cmd::run(&registry, &files, &options)
+        }),
         Command::Validate { file, provider, format, json } => {
             validate_cmd::run(&file, provider.map(ProviderArg::format), format.hint(), json)
         }

@@ -42,6 +42,7 @@ mod record;
 pub mod repair;
 pub mod report;
 pub mod session;
+pub mod simulate;
 pub mod steps;
 pub mod text;
 pub mod tokens;
