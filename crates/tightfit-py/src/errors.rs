@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList};
 use tightfit::fit::FitError;
 use tightfit::format::FormatError;
 use tightfit::models::ModelError;
+use tightfit::session::{SessionError, StoreError, StoreErrorKind};
 use tightfit::steps::ConfigError;
 
 use crate::report::Violation;
@@ -27,6 +28,10 @@ pub(crate) enum Failure {
     Config(ConfigError),
     /// The history cannot be fitted, or the result would break the provider's rules.
     Fit(FitError),
+    /// A session's store failed, or holds what this build cannot read.
+    Store(StoreError),
+    /// Another engine error, raised as `tightfit.Error` with the engine's message.
+    Other(String),
     /// A wrong Python type where the API needs another.
     Type(String),
     /// A bug: the engine panicked.
@@ -57,6 +62,34 @@ impl From<ConfigError> for Failure {
 impl From<FitError> for Failure {
     fn from(e: FitError) -> Failure {
         Failure::Fit(e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Failure {
+        Failure::Store(e)
+    }
+}
+
+impl From<SessionError> for Failure {
+    fn from(e: SessionError) -> Failure {
+        match e {
+            SessionError::Fit(e) => Failure::Fit(e),
+            SessionError::Store(e) => Failure::Store(e),
+            other => Failure::Other(other.to_string()),
+        }
+    }
+}
+
+/// A store error's kind as `tightfit.StoreError.kind` says it.
+fn store_kind(kind: StoreErrorKind) -> &'static str {
+    match kind {
+        StoreErrorKind::Open => "open",
+        StoreErrorKind::ReadOnly => "read_only",
+        StoreErrorKind::Locked => "locked",
+        StoreErrorKind::Corrupt => "corrupt",
+        StoreErrorKind::Version => "version",
+        _ => "other",
     }
 }
 
@@ -152,6 +185,14 @@ impl Failure {
                         _ => raise(py, "Error", message, attrs),
                     }
                 }
+                Failure::Store(e) => {
+                    let message = e.to_string();
+                    attrs.set_item("kind", store_kind(e.kind))?;
+                    attrs.set_item("store", e.store)?;
+                    attrs.set_item("reason", e.reason)?;
+                    raise(py, "StoreError", message, attrs)
+                }
+                Failure::Other(message) => raise(py, "Error", message, attrs),
                 Failure::Type(message) => PyTypeError::new_err(message),
                 Failure::Internal(what) => raise(
                     py,

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use tightfit::fit::{Fitter, Target};
 use tightfit::models::Registry;
+use tightfit::{Plan, Report};
 
 use crate::convert::to_python;
 use crate::errors::{guard, Failure};
@@ -28,6 +29,33 @@ pub(crate) struct FitResult {
     /// What happened to every input unit; `to_json()` for a checkpoint.
     #[pyo3(get)]
     plan: Py<PyPlan>,
+}
+
+impl FitResult {
+    /// The result of a run on `messages`: the output is built from the plan, the caller's own
+    /// object for every message it sends unchanged, a new dict for every other.
+    pub(crate) fn new(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        report: Report,
+        plan: Plan,
+    ) -> PyResult<FitResult> {
+        let out = PyList::empty(py);
+        for entry in &plan.output {
+            match (&entry.message, entry.input) {
+                (Some(message), _) => out.append(to_python(py, message)?)?,
+                (None, Some(i)) => out.append(messages.get_item(i)?)?,
+                (None, None) => {
+                    return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
+                }
+            }
+        }
+        Ok(FitResult {
+            messages: out.unbind(),
+            report: Py::new(py, PyReport::from(report))?,
+            plan: Py::new(py, PyPlan::from(plan))?,
+        })
+    }
 }
 
 #[pymethods]
@@ -97,20 +125,6 @@ impl PyFitter {
                 Ok::<_, Failure>((fitted.report, fitted.plan))
             })
         })?;
-        let out = PyList::empty(py);
-        for entry in &plan.output {
-            match (&entry.message, entry.input) {
-                (Some(message), _) => out.append(to_python(py, message)?)?,
-                (None, Some(i)) => out.append(messages.get_item(i)?)?,
-                (None, None) => {
-                    return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
-                }
-            }
-        }
-        Ok(FitResult {
-            messages: out.unbind(),
-            report: Py::new(py, PyReport::from(report))?,
-            plan: Py::new(py, PyPlan::from(plan))?,
-        })
+        FitResult::new(py, messages, report, plan)
     }
 }

@@ -16,6 +16,7 @@ mod fit;
 mod input;
 mod pipeline;
 mod report;
+mod session;
 mod validate;
 
 use pyo3::prelude::*;
@@ -31,6 +32,9 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::PyPlan>()?;
     m.add_class::<count::PyCount>()?;
     m.add_class::<report::Violation>()?;
+    m.add_class::<report::SessionInfo>()?;
+    m.add_class::<session::PySession>()?;
+    m.add_class::<session::PyMemoryStore>()?;
     m.add_class::<compat::autogen::PyAutogenContext>()?;
     m.add_class::<compat::autogen::PyAutogenHistory>()?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;

@@ -3,6 +3,8 @@
 //! Every way in goes through the engine's configuration reader, so the keys, aliases, defaults
 //! and error messages are the engine's: a list of steps (the Python step classes turn
 //! themselves into the same maps a YAML file holds), YAML, TOML or JSON text, a file, a preset.
+//! A pipeline remembers what it was built from, so that a session can build its own copy (an
+//! engine policy owns its pipeline).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,6 +14,8 @@ use pyo3::types::{PyDict, PyString};
 use serde_json::{json, Value};
 use tightfit::config::{self, Syntax};
 use tightfit::presets;
+use tightfit::session::Policy;
+use tightfit::steps::ConfigError;
 
 use crate::convert::to_value;
 use crate::errors::Failure;
@@ -20,6 +24,44 @@ use crate::errors::Failure;
 #[pyclass(frozen, module = "tightfit", name = "Pipeline")]
 pub(crate) struct PyPipeline {
     pub(crate) inner: Arc<tightfit::Pipeline>,
+    source: Source,
+}
+
+/// What a pipeline was built from: configuration (a value or text) or a preset's name.
+enum Source {
+    Value(Value),
+    Text(String, Syntax),
+    Preset(String),
+}
+
+impl Source {
+    fn build(&self) -> Result<tightfit::Pipeline, ConfigError> {
+        match self {
+            Source::Value(value) => config::from_value(value.clone()),
+            Source::Text(text, syntax) => config::from_str(text, *syntax),
+            Source::Preset(name) => presets::by_name(name),
+        }
+    }
+}
+
+impl PyPipeline {
+    /// The pipeline built from the configuration `value`.
+    pub(crate) fn from_config(value: Value) -> Result<PyPipeline, ConfigError> {
+        PyPipeline::from_source(Source::Value(value))
+    }
+
+    fn from_source(source: Source) -> Result<PyPipeline, ConfigError> {
+        Ok(PyPipeline { inner: Arc::new(source.build()?), source })
+    }
+
+    /// A session policy running a copy of this pipeline, called by its preset's name or
+    /// `custom`. The copy is built from the same source, so it has the same steps and settings.
+    pub(crate) fn policy(&self) -> Result<Policy, ConfigError> {
+        Ok(match &self.source {
+            Source::Preset(name) => Policy::by_name(name)?,
+            other => Policy::new("custom", other.build()?),
+        })
+    }
 }
 
 /// One step's configuration map: a dict as is, or what a step object's `to_config()` returns.
@@ -35,14 +77,12 @@ fn step_config(step: &Bound<'_, PyAny>, index: usize) -> PyResult<Value> {
         ))
         .into());
     };
-    to_value(&map).map_err(|e| {
-        Failure::Config(tightfit::steps::ConfigError::new(e.path(&format!("steps[{index}]")), e.reason))
-            .into()
-    })
+    to_value(&map)
+        .map_err(|e| Failure::Config(ConfigError::new(e.path(&format!("steps[{index}]")), e.reason)).into())
 }
 
-fn built(result: Result<tightfit::Pipeline, tightfit::steps::ConfigError>) -> PyResult<PyPipeline> {
-    result.map(|p| PyPipeline { inner: Arc::new(p) }).map_err(|e| Failure::Config(e).into())
+fn built(source: Source) -> PyResult<PyPipeline> {
+    PyPipeline::from_source(source).map_err(|e| Failure::Config(e).into())
 }
 
 #[pymethods]
@@ -57,39 +97,43 @@ impl PyPipeline {
         for (i, step) in steps.try_iter()?.enumerate() {
             configs.push(step_config(&step?, i)?);
         }
-        built(config::from_value(json!({ "steps": configs })))
+        built(Source::Value(json!({ "steps": configs })))
     }
 
     /// A pipeline from YAML text (`steps:` or `preset:`, llmling's `compaction:` too).
     #[staticmethod]
     fn from_yaml(text: &str) -> PyResult<PyPipeline> {
-        built(config::from_str(text, Syntax::Yaml))
+        built(Source::Text(text.to_string(), Syntax::Yaml))
     }
 
     /// A pipeline from TOML text.
     #[staticmethod]
     fn from_toml(text: &str) -> PyResult<PyPipeline> {
-        built(config::from_str(text, Syntax::Toml))
+        built(Source::Text(text.to_string(), Syntax::Toml))
     }
 
     /// A pipeline from JSON text.
     #[staticmethod]
     fn from_json(text: &str) -> PyResult<PyPipeline> {
-        built(config::from_str(text, Syntax::Json))
+        built(Source::Text(text.to_string(), Syntax::Json))
     }
 
     /// A pipeline from a configuration file; the syntax comes from its extension (`.toml`,
     /// `.json`, else YAML).
     #[staticmethod]
     fn from_file(path: PathBuf) -> PyResult<PyPipeline> {
-        built(config::from_path(&path))
+        // read once and kept: a session's copy is built from the same text
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Failure::Config(ConfigError::new("", format!("cannot read {}: {e}", path.display())))
+        })?;
+        built(Source::Text(text, Syntax::from_path(&path)))
     }
 
     /// A named preset: `middle-out` (the default ladder), `cache` (a session's compaction),
     /// `minimal`, `balanced`, `summarizing`, `swarms`.
     #[staticmethod]
     fn preset(name: &str) -> PyResult<PyPipeline> {
-        built(presets::by_name(name))
+        built(Source::Preset(name.to_string()))
     }
 
     /// The preset names.
@@ -131,8 +175,7 @@ impl PyPipeline {
 /// when they are constructed, so a typo fails where it was written.
 #[pyfunction]
 pub(crate) fn check_step(config: &Bound<'_, PyAny>) -> PyResult<()> {
-    let value = to_value(config)
-        .map_err(|e| Failure::Config(tightfit::steps::ConfigError::new(e.path(""), e.reason)))?;
+    let value = to_value(config).map_err(|e| Failure::Config(ConfigError::new(e.path(""), e.reason)))?;
     config::step_from_value(value).map(drop).map_err(|e| Failure::Config(e).into())
 }
 

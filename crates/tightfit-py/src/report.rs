@@ -1,8 +1,9 @@
 //! The results of a run as Python objects: the report and the plan, which keep the engine's
 //! values and convert them on access (a plan of a long history is large; most callers never read
-//! it), and the violations of a provider's rules.
+//! it), what a session did, and the violations of a provider's rules.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use tightfit::{Plan, Report};
 
 use crate::convert::to_python;
@@ -85,7 +86,13 @@ impl PyReport {
     fn repairs(&self) -> Vec<String> {
         self.inner.repairs.clone()
     }
-    /// The log lines: one per repair and one per step that changed something.
+    /// What the session did on this call (`key`, `epoch`, `compacted`, `policy`); `None` for
+    /// a fit outside a session.
+    #[getter]
+    fn session(&self) -> Option<SessionInfo> {
+        self.inner.session.clone().map(SessionInfo::from)
+    }
+    /// The log lines: one per repair, one for the session, one per step that changed something.
     fn lines(&self) -> Vec<String> {
         self.inner.lines()
     }
@@ -161,6 +168,53 @@ impl PyPlan {
             self.inner.units.len(),
             self.inner.input_messages,
             self.inner.output.len()
+        )
+    }
+}
+
+/// What a session did on one call.
+#[pyclass(frozen, eq, module = "tightfit", name = "SessionInfo")]
+#[derive(PartialEq, Eq)]
+pub(crate) struct SessionInfo {
+    /// The conversation's key in the session and its store.
+    #[pyo3(get)]
+    key: String,
+    /// The epoch the output belongs to: 0 until the first compaction, one more at each.
+    #[pyo3(get)]
+    epoch: u64,
+    /// Whether this call compacted (started a new epoch): the request does not extend the
+    /// previous one.
+    #[pyo3(get)]
+    compacted: bool,
+    /// The session's policy.
+    #[pyo3(get)]
+    policy: String,
+}
+
+impl From<tightfit::report::SessionInfo> for SessionInfo {
+    fn from(s: tightfit::report::SessionInfo) -> SessionInfo {
+        SessionInfo { key: s.key, epoch: s.epoch, compacted: s.compacted, policy: s.policy }
+    }
+}
+
+#[pymethods]
+impl SessionInfo {
+    /// The fields as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("key", &self.key)?;
+        dict.set_item("epoch", self.epoch)?;
+        dict.set_item("compacted", self.compacted)?;
+        dict.set_item("policy", &self.policy)?;
+        Ok(dict)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "SessionInfo(key={:?}, epoch={}, compacted={}, policy={:?})",
+            self.key,
+            self.epoch,
+            if self.compacted { "True" } else { "False" },
+            self.policy
         )
     }
 }

@@ -9,6 +9,12 @@ the provider (a tool call never loses its result), with a report of what was don
     result.messages   # unchanged messages are your own dict objects
     result.report.compressed_token_count
 
+In an agent loop, fit every turn through one :class:`Session`: its requests extend each other
+until a compaction, so the provider's prompt cache keeps serving the prefix::
+
+    session = tightfit.Session("gpt-4o", budget=32_000, store="sessions.db")
+    result = session.fit(messages)   # each turn, the whole history
+
 The work is done by the Rust engine, with the GIL released; this package is a skin over it.
 Messages are plain dicts in OpenAI Chat Completions or Anthropic Messages shape (detected, or
 ``format="openai"|"anthropic"``). Neither the list nor its dicts are ever mutated.
@@ -17,10 +23,22 @@ Messages are plain dicts in OpenAI Chat Completions or Anthropic Messages shape 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Mapping, Sequence
 
 from tightfit import _native
-from tightfit._native import Count, FitResult, Pipeline, Plan, Report, Violation, __version__, validate
+from tightfit._native import (
+    Count,
+    FitResult,
+    MemoryStore,
+    Pipeline,
+    Plan,
+    Report,
+    SessionInfo,
+    Violation,
+    __version__,
+    validate,
+)
 from tightfit.errors import (
     CannotFit,
     ConfigError,
@@ -28,6 +46,7 @@ from tightfit.errors import (
     FormatError,
     InvalidHistory,
     StepFailed,
+    StoreError,
     UnknownModel,
 )
 from tightfit.steps import (
@@ -67,6 +86,9 @@ __all__ = [
     "fit",
     "afit",
     "Fitter",
+    "Session",
+    "MemoryStore",
+    "SessionInfo",
     "validate",
     "Count",
     "FitResult",
@@ -108,6 +130,7 @@ __all__ = [
     "InvalidHistory",
     "UnknownModel",
     "StepFailed",
+    "StoreError",
 ]
 
 Messages = Sequence[Mapping[str, Any]]
@@ -225,3 +248,125 @@ async def afit(
         reserve_output=reserve_output,
         format=format,
     )
+
+
+class Session:
+    """Fits the turns of agent loops so that each request extends the one before, until a
+    compaction: a provider's prompt cache keeps serving the prefix, turn after turn.
+
+    A stateless :func:`fit` decides afresh on every call, so its cut moves every turn and the
+    cache misses from the cut on. A session decides once per *epoch*: while the history, as the
+    current decision leaves it, stays under ``high_water`` (a share of the budget; the whole
+    budget unless given), the messages sent before are sent again byte for byte and the new
+    ones follow; when it would cross the mark, ``policy`` compacts once, down to ``low_water``
+    (the engine's default share unless given; :attr:`low_water` says it), and that decision
+    holds until the next compaction. ``result.report.session`` says
+    which happened (``key``, ``epoch``, ``compacted``, ``policy``).
+
+    ``policy`` is a preset name (``"cache"``, the default: lossless steps, then one cut that
+    keeps a fixed head and the newest turns; or any of :meth:`Pipeline.presets`), a
+    :class:`Pipeline` or a list of steps. ``store`` keeps the decisions: a file path (an SQLite
+    file shared by processes: a session opened on it in another process makes the same
+    decisions), a :class:`MemoryStore` (shared by the sessions of this process given it), or
+    ``None`` for a store of the session's own. Budget, ``model`` and ``reserve_output`` as for
+    :func:`fit`.
+
+    Conversations are told apart by ``key`` (by default a hash of the messages up to the first
+    user message: the system prompt and the task); messages are recognised by content, so a
+    framework that rebuilds its dicts every turn is fine. One session serves many conversations
+    and threads (calls take turns in the engine, with the GIL released).
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o",
+        *,
+        budget: int | None = None,
+        policy: PipelineLike = "cache",
+        store: str | os.PathLike[str] | MemoryStore | None = None,
+        high_water: float | None = None,
+        low_water: float | None = None,
+        max_conversations: int | None = None,
+        reserve_output: int | None = None,
+    ) -> None:
+        self._native = _native.Session(
+            model,
+            budget=budget,
+            policy=_pipeline(policy) if isinstance(policy, (list, tuple)) else policy,
+            store=store,
+            high_water=high_water,
+            low_water=low_water,
+            max_conversations=max_conversations,
+            reserve_output=reserve_output,
+        )
+
+    def fit(
+        self,
+        messages: Messages,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        key: str | None = None,
+        format: str | None = None,
+    ) -> FitResult:
+        """Fits ``messages``, the whole history of this turn, as conversation ``key``. Same
+        result as :func:`fit` (unchanged messages are your own dicts); raises
+        :class:`CannotFit` as it does, and :class:`StoreError` when the store fails."""
+        return self._native.fit(messages, tools=tools, key=key, format=format)
+
+    async def afit(
+        self,
+        messages: Messages,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        key: str | None = None,
+        format: str | None = None,
+    ) -> FitResult:
+        """:meth:`fit` in a worker thread, so the event loop keeps running."""
+        return await asyncio.to_thread(self._native.fit, messages, tools=tools, key=key, format=format)
+
+    @staticmethod
+    def key_of(messages: Messages, *, format: str | None = None) -> str:
+        """The key :meth:`fit` gives ``messages`` when it is given none."""
+        return _native.Session.key_of(messages, format=format)
+
+    def forget(self, key: str) -> None:
+        """Forgets conversation ``key``, in memory and in the store: its next turn starts afresh."""
+        self._native.forget(key)
+
+    @property
+    def model(self) -> str:
+        """The model name it was made with."""
+        return self._native.model
+
+    @property
+    def budget(self) -> int:
+        """The budget it fits to."""
+        return self._native.budget
+
+    @property
+    def policy(self) -> str:
+        """The policy's name: a preset's, or ``"custom"``."""
+        return self._native.policy
+
+    @property
+    def high_water(self) -> float:
+        """The share of the budget whose crossing compacts."""
+        return self._native.high_water
+
+    @property
+    def low_water(self) -> float:
+        """The share of the budget a compaction cuts down to."""
+        return self._native.low_water
+
+    @property
+    def max_conversations(self) -> int:
+        """The most conversations held in memory (the others are read back from the store)."""
+        return self._native.max_conversations
+
+    @property
+    def store(self) -> str:
+        """The store, as the engine describes it (``memory``, ``sqlite:/path/sessions.db``)."""
+        return self._native.store
+
+    def __repr__(self) -> str:
+        return repr(self._native)

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidHistory",
     "UnknownModel",
     "StepFailed",
+    "StoreError",
 ]
 
 
@@ -95,4 +96,22 @@ class StepFailed(Error):
     def __init__(self, message: str, *, step: str = "", reason: str = "") -> None:
         super().__init__(message)
         self.step = step
+        self.reason = reason
+
+
+class StoreError(Error):
+    """A session's store could not be used, or holds what this build cannot read.
+
+    ``kind`` says what sort of failure: ``"open"`` (the file cannot be opened or made: a missing
+    directory, no permission), ``"corrupt"`` (not a tightfit store: garbage, another program's
+    database, a checkpoint that does not parse; the file is left as it is), ``"version"``
+    (written by a newer tightfit), ``"locked"`` (another writer held it too long),
+    ``"read_only"``, or ``"other"``. ``store`` names the store (``sqlite:/path/sessions.db``,
+    ``memory``), ``reason`` says what went wrong.
+    """
+
+    def __init__(self, message: str, *, kind: str = "other", store: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.store = store
         self.reason = reason

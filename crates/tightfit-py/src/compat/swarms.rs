@@ -1,11 +1,8 @@
 //! `tightfit.compat.swarms`' pipeline: the roles of the caller's messages read here, swarms'
 //! arithmetic done by the engine (`tightfit::compat::swarms`).
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 use tightfit::compat::swarms::{pipeline_config, SwarmsHistory, SwarmsLimits};
-use tightfit::config;
 
 use crate::errors::Failure;
 use crate::pipeline::PyPipeline;
@@ -36,7 +33,5 @@ pub(crate) fn swarms_pipeline(
         history.system += usize::from(is_system);
     }
     let limits = SwarmsLimits { max_messages, preserve_system_messages, preserve_recent_messages };
-    config::from_value(pipeline_config(&limits, &history))
-        .map(|p| PyPipeline { inner: Arc::new(p) })
-        .map_err(|e| Failure::Config(e).into())
+    PyPipeline::from_config(pipeline_config(&limits, &history)).map_err(|e| Failure::Config(e).into())
 }

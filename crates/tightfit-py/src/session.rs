@@ -1,0 +1,229 @@
+//! `tightfit.Session` and `tightfit.MemoryStore`: the engine's session, fitting the turns of an
+//! agent loop so that each request extends the one before until a compaction. The skin reads
+//! the arguments, opens the store and releases the GIL around every call; the decisions are
+//! the engine's (`tightfit::session`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use tightfit::fit::Target;
+use tightfit::models::Registry;
+use tightfit::session::{MemoryStore, Policy, Session, Settings, Store};
+use tightfit::steps::ConfigError;
+use tightfit_store::SqliteStore;
+
+use crate::errors::{guard, Failure};
+use crate::fit::FitResult;
+use crate::input::RawInput;
+use crate::pipeline::PyPipeline;
+
+/// Session checkpoints in memory, shared by every session given it (in this process); forgotten
+/// when the last of them goes.
+#[pyclass(frozen, module = "tightfit", name = "MemoryStore")]
+pub(crate) struct PyMemoryStore {
+    inner: Arc<MemoryStore>,
+}
+
+#[pymethods]
+impl PyMemoryStore {
+    #[new]
+    fn new() -> PyMemoryStore {
+        PyMemoryStore { inner: Arc::new(MemoryStore::new()) }
+    }
+
+    /// The number of checkpoints held (one per conversation that has compacted).
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("MemoryStore({} checkpoints)", self.inner.len())
+    }
+}
+
+/// Opens the SQLite file store at `path` (made when missing; its directory must exist).
+fn open_file_store(path: PathBuf) -> Result<Arc<dyn Store>, Failure> {
+    Ok(Arc::new(SqliteStore::open(path)?))
+}
+
+/// The store the caller named: none (a store of the session's own), a `MemoryStore`, or a path.
+fn store_arg(py: Python<'_>, store: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<dyn Store>> {
+    let Some(store) = store.filter(|s| !s.is_none()) else { return Ok(Arc::new(MemoryStore::new())) };
+    if let Ok(memory) = store.cast::<PyMemoryStore>() {
+        return Ok(Arc::clone(&memory.get().inner) as Arc<dyn Store>);
+    }
+    let Ok(path) = store.extract::<PathBuf>() else {
+        let found = store.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return Err(Failure::Type(format!(
+            "store: expected a file path (str or os.PathLike) or a tightfit.MemoryStore, found {found}"
+        ))
+        .into());
+    };
+    // opening a file may wait for another process's lock
+    Ok(py.detach(|| guard(|| open_file_store(path)))?)
+}
+
+/// The policy the caller named: a preset's name or a `Pipeline`.
+fn policy_arg(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Policy> {
+    let Some(policy) = policy.filter(|p| !p.is_none()) else { return Ok(Policy::cache()) };
+    let policy = if let Ok(name) = policy.cast::<PyString>() {
+        Policy::by_name(name.to_str()?).map_err(|e| ConfigError::new("policy", e.reason))
+    } else if let Ok(pipeline) = policy.cast::<PyPipeline>() {
+        pipeline.get().policy().map_err(|e| e.within("policy"))
+    } else {
+        let found = policy.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return Err(Failure::Type(format!(
+            "policy: expected a preset name or a tightfit.Pipeline, found {found}"
+        ))
+        .into());
+    };
+    policy.map_err(|e| Failure::Config(e).into())
+}
+
+/// Fits the turns of agent loops so that each request extends the previous one until a
+/// compaction (a provider's prompt cache keeps serving the prefix); one session serves many
+/// conversations and threads. See the engine's `tightfit::session` for how it decides.
+#[pyclass(frozen, module = "tightfit", name = "Session")]
+pub(crate) struct PySession {
+    inner: Session,
+    model: String,
+    store: String,
+}
+
+#[pymethods]
+impl PySession {
+    /// A session fitting to `model`'s window (or `budget`), compacting with `policy` (a preset
+    /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
+    /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
+    #[new]
+    #[pyo3(signature = (model = "gpt-4o", *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        model: &str,
+        budget: Option<usize>,
+        policy: Option<&Bound<'_, PyAny>>,
+        store: Option<&Bound<'_, PyAny>>,
+        high_water: Option<f64>,
+        low_water: Option<f64>,
+        max_conversations: Option<usize>,
+        reserve_output: Option<u64>,
+    ) -> PyResult<PySession> {
+        let info = Registry::embedded().lookup(model).map_err(Failure::from)?;
+        let mut target = Target::for_model(info, reserve_output);
+        if let Some(budget) = budget {
+            target = target.with_budget(budget);
+        }
+        let policy = policy_arg(policy)?;
+        let mut settings = Settings::default();
+        if let Some(high) = high_water {
+            settings.high_water = high;
+        }
+        if let Some(low) = low_water {
+            settings.low_water = low;
+        }
+        if let Some(max) = max_conversations {
+            settings.max_conversations = max;
+        }
+        settings.check().map_err(Failure::Config)?;
+        let store = store_arg(py, store)?;
+        let described = store.describe();
+        let inner = Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;
+        Ok(PySession { inner, model: model.to_string(), store: described })
+    }
+
+    /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
+    /// hash of the messages up to the first user message: the system prompt and the task).
+    /// Same costs and result as `Fitter.fit`; `report.session` says what the session did.
+    #[pyo3(signature = (messages, *, tools = None, key = None, format = None))]
+    fn fit(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        tools: Option<&Bound<'_, PyAny>>,
+        key: Option<String>,
+        format: Option<&str>,
+    ) -> PyResult<FitResult> {
+        let raw = RawInput::read(messages, tools, format)?;
+        let session = &self.inner;
+        // calls on one session take turns inside the engine, with the GIL released
+        let (report, plan) = py.detach(|| {
+            guard(|| {
+                let conversation = raw.parse()?;
+                let fitted = session.fit_keyed(key.as_deref(), &conversation)?;
+                Ok::<_, Failure>((fitted.report, fitted.plan))
+            })
+        })?;
+        FitResult::new(py, messages, report, plan)
+    }
+
+    /// The key `fit` gives `messages` when it is given none.
+    #[staticmethod]
+    #[pyo3(signature = (messages, *, format = None))]
+    fn key_of(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<String> {
+        let raw = RawInput::read(messages, None, format)?;
+        Ok(py.detach(|| guard(|| Ok(Session::key_of(&raw.parse()?))))?)
+    }
+
+    /// Forgets conversation `key`, in memory and in the store: its next turn starts afresh.
+    fn forget(&self, py: Python<'_>, key: &str) -> PyResult<()> {
+        let session = &self.inner;
+        Ok(py.detach(|| guard(|| session.forget(key).map_err(Failure::from)))?)
+    }
+
+    /// The model name it was made with.
+    #[getter]
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The budget it fits to.
+    #[getter]
+    fn budget(&self) -> usize {
+        self.inner.target().budget
+    }
+
+    /// The policy's name (`cache`, a preset's name, or `custom`).
+    #[getter]
+    fn policy(&self) -> &str {
+        self.inner.policy().name()
+    }
+
+    /// The share of the budget whose crossing compacts.
+    #[getter]
+    fn high_water(&self) -> f64 {
+        self.inner.settings().high_water
+    }
+
+    /// The share of the budget a compaction cuts down to.
+    #[getter]
+    fn low_water(&self) -> f64 {
+        self.inner.settings().low_water
+    }
+
+    /// The most conversations held in memory (the others are read back from the store).
+    #[getter]
+    fn max_conversations(&self) -> usize {
+        self.inner.settings().max_conversations
+    }
+
+    /// The store, as the engine describes it (`memory`, `sqlite:sessions.db`).
+    #[getter]
+    fn store(&self) -> &str {
+        &self.store
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Session(model={:?}, budget={}, policy={:?}, store={:?}, marks {}..{})",
+            self.model,
+            self.budget(),
+            self.policy(),
+            self.store,
+            self.low_water(),
+            self.high_water()
+        )
+    }
+}
