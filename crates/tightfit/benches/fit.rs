@@ -8,6 +8,10 @@
 //! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
 //!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
 //!
+//! - `session/*`: a warm session turn: one message appended to a 1,500-message history and
+//!   fitted to 32k by a `Session` (the `cache` policy, compactions included as they fall),
+//!   per turn over 100 turns; stateless warm `fit` of the same turns is the reference.
+//!
 //! - `parallel_calls/*`: one assistant message with 80,000 parallel tool calls and their
 //!   80,000 results (OpenAI: a tool message each; Anthropic: one user message of
 //!   `tool_result` blocks), validated and fitted to 32k: every call/result lookup must be
@@ -16,12 +20,14 @@
 //! Run: `cargo bench -p tightfit --bench fit`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde_json::{json, Value};
 use tightfit::fit::{Fitter, Target};
 use tightfit::format::{self, Conversation, Format, FormatHint};
+use tightfit::session::{MemoryStore, Policy, Session};
 use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 
 fn shared(relative: &str) -> PathBuf {
@@ -143,6 +149,53 @@ fn agent_loop(c: &mut Criterion) {
     group.finish();
 }
 
+fn session(c: &mut Criterion) {
+    let mut group = c.benchmark_group("session");
+    group.sample_size(10).measurement_time(Duration::from_secs(8));
+    const START: usize = 1_500;
+    const TURNS: usize = 100;
+    let full = repeated(START + TURNS);
+    let target = target(32_768);
+    let turns: Vec<Conversation> = (START + 1..=START + TURNS)
+        .map(|end| Conversation { messages: full.messages[..end].to_vec(), ..full.clone() })
+        .collect();
+    let first = Conversation { messages: full.messages[..START].to_vec(), ..full.clone() };
+    // one iteration = TURNS turns; the figure per turn is the time over TURNS
+    group.bench_function(format!("{START}_messages/{TURNS}_turns/session"), |b| {
+        b.iter_batched(
+            || {
+                let session = Session::new(target.clone(), Policy::cache(), Arc::new(MemoryStore::new()));
+                let _ = session.fit(&first);
+                session
+            },
+            |session| {
+                turns
+                    .iter()
+                    .map(|t| session.fit(t).map_or(0, |f| f.report.compressed_token_count))
+                    .sum::<usize>()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function(format!("{START}_messages/{TURNS}_turns/stateless_fit"), |b| {
+        b.iter_batched(
+            || {
+                let mut fitter = Fitter::new();
+                let _ = fitter.fit(&first, &target, None);
+                fitter
+            },
+            |mut fitter| {
+                turns
+                    .iter()
+                    .map(|t| fitter.fit(t, &target, None).map_or(0, |f| f.report.compressed_token_count))
+                    .sum::<usize>()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
 /// A system prompt, a user turn, one assistant message making `n` parallel calls, their `n`
 /// results, and a user turn after them, in `format`'s wire shape.
 fn parallel_calls(n: usize, format: Format) -> Conversation {
@@ -204,5 +257,5 @@ fn parallel(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, extreme, scaling, agent_loop, parallel);
+criterion_group!(benches, extreme, scaling, agent_loop, session, parallel);
 criterion_main!(benches);

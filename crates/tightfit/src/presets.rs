@@ -69,8 +69,7 @@ pub fn cache() -> Pipeline {
             over(),
             MiddleOut {
                 placeholder: Some(
-                    "[tightfit: {skipped} earlier messages were removed here to fit the context window]"
-                        .into(),
+                    "[tightfit: earlier messages removed here to fit the context window: {skipped}]".into(),
                 ),
                 ..MiddleOut::default()
             },

@@ -10,6 +10,7 @@ mod models;
 mod props;
 mod roundtrip;
 mod session;
+mod session_props;
 mod step_props;
 mod units;
 mod validate;

@@ -245,15 +245,18 @@ impl Session {
         let counter = &self.target.counter;
         // the turn as the current decision leaves it
         if let Some(applying) = decision.still_applying(&fingerprints) {
-            let applying = Arc::new(applying.into_owned());
             let replay = Pipeline::builder()
-                .step(Replay { decision: Arc::clone(&applying) })
+                .step(Replay { decision: Arc::new(applying.into_owned()) })
                 .build()
                 .expect("a replay has nothing to check");
             if let Ok(mut fitted) = state.fitter.run(conversation, counter, Some(&replay), &options) {
                 if fitted.report.compressed_token_count <= high {
-                    fitted.report.session = Some(info(applying.epoch, false));
-                    state.remember(key, applying, self.settings.max_conversations);
+                    fitted.report.session = Some(info(decision.epoch, false));
+                    // the whole decision is remembered, as the store holds it, not the part
+                    // that applied to this turn: a process that reads it back from the store
+                    // decides the next turns alike (a branch that grows back into the
+                    // covered messages gets them as the compaction left them)
+                    state.remember(key, decision, self.settings.max_conversations);
                     return Ok(fitted);
                 }
             }

@@ -42,7 +42,8 @@ pub enum PolicySpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Peer {
-    /// AG2 `MessageTokenLimiter(max_tokens=budget)`.
+    /// AG2 `MessageTokenLimiter(max_tokens=budget, max_tokens_per_message=budget/16)` (without
+    /// a per-message limit AG2 keeps only the newest message).
     Ag2TokenLimiter,
     /// AG2 `MessageHistoryLimiter(max_messages=M)`.
     Ag2HistoryLimiter,
@@ -158,7 +159,8 @@ impl PolicySpec {
             PolicySpec::Peer(peer) => {
                 let step = match peer {
                     Peer::Ag2TokenLimiter => {
-                        serde_json::json!({"type": "ag2_token_limiter", "max_tokens": budget, "model": "gpt-4o"})
+                        serde_json::json!({"type": "ag2_token_limiter", "max_tokens": budget,
+                            "max_tokens_per_message": budget / 16, "model": "gpt-4o"})
                     }
                     Peer::Ag2HistoryLimiter => {
                         serde_json::json!({"type": "ag2_history_limiter", "max_messages": messages})
