@@ -563,7 +563,7 @@ fn numbered(blocks: Vec<Vec<Value>>, prefix: &str) -> Vec<Value> {
 }
 
 /// A whole OpenAI document: a bare list of messages or a request body.
-pub fn openai_document() -> BoxedStrategy<Value> {
+fn openai_document() -> BoxedStrategy<Value> {
     let block = prop_oneof![
         6 => openai_plain_message().prop_map(|m| vec![m]),
         3 => openai_step(),
