@@ -323,7 +323,15 @@ impl Fitter {
             uncounted = ChatCounter::new(Arc::new(Uncounted), counter.framing());
             (&uncounted, CountCache::new())
         };
-        let mut history = History::new(input, conversation.tools.as_deref(), counter, cache, provider);
+        let fingerprints = services.fingerprints.filter(|_| options.count);
+        let mut history = History::fingerprinted(
+            input,
+            fingerprints,
+            conversation.tools.as_deref(),
+            counter,
+            cache,
+            provider,
+        );
         let (tokens_before, messages_before) = (history.total_tokens(), history.len());
         let repairs = match &options.repair {
             Some(how) if !validate(input, provider).is_empty() => repair(&mut history, how),
@@ -384,12 +392,20 @@ impl Fitter {
 pub struct Services<'a> {
     /// What a compaction leaves where it removed messages (default: a line saying what went).
     pub trace: Option<&'a dyn Trace>,
+    /// The input messages' fingerprints, when the caller took them already (a session):
+    /// counting then hashes nothing again. Ignored unless there is one per message.
+    pub(crate) fingerprints: Option<&'a [u128]>,
 }
 
 impl<'a> Services<'a> {
     /// Lends `trace` to compactions.
     pub fn with_trace(self, trace: &'a dyn Trace) -> Services<'a> {
-        Services { trace: Some(trace) }
+        Services { trace: Some(trace), ..self }
+    }
+
+    /// Lends the input's fingerprints, taken by the caller.
+    pub(crate) fn with_fingerprints(self, fingerprints: &'a [u128]) -> Services<'a> {
+        Services { fingerprints: Some(fingerprints), ..self }
     }
 }
 

@@ -52,15 +52,33 @@ impl<'a> History<'a> {
         messages: &'a [Message],
         tools: Option<&[Tool]>,
         counter: &ChatCounter,
+        cache: CountCache,
+        provider: Format,
+    ) -> History<'a> {
+        History::fingerprinted(messages, None, tools, counter, cache, provider)
+    }
+
+    /// [`History::new`] for a caller that already took the messages'
+    /// [`message_fingerprint`](crate::tokens::message_fingerprint)s (one per message, in
+    /// order): they are not hashed again.
+    pub(crate) fn fingerprinted(
+        messages: &'a [Message],
+        known: Option<&[u128]>,
+        tools: Option<&[Tool]>,
+        counter: &ChatCounter,
         mut cache: CountCache,
         provider: Format,
     ) -> History<'a> {
+        let known = known.filter(|k| k.len() == messages.len());
         let mut fingerprints = Vec::with_capacity(messages.len());
         let meta: Vec<Meta> = messages
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                let (fingerprint, tokens) = cache.fingerprint_and_tokens(counter, m);
+                let (fingerprint, tokens) = match known {
+                    Some(known) => cache.tokens_of_fingerprinted(counter, m, known[i]),
+                    None => cache.fingerprint_and_tokens(counter, m),
+                };
                 fingerprints.push(fingerprint);
                 Meta { origin: Origin::Input(i), tokens, changes: Vec::new() }
             })

