@@ -11,13 +11,13 @@
 //! [`drop_units`](History::drop_units) and [`insert`](History::insert).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::format::Format;
 use crate::message::{ContentForm, Message, Part, Role, Tool};
 use crate::plan::{input_fingerprint, Plan};
 pub use crate::record::Origin;
-use crate::record::{Change, ChangeKind, Meta};
+use crate::record::{Change, ChangeKind, Dropped, Meta};
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, Unit, UnitKind};
 
@@ -26,8 +26,9 @@ use crate::units::{units, Unit, UnitKind};
 pub struct History<'a> {
     messages: Vec<Cow<'a, Message>>,
     meta: Vec<Meta>,
-    /// What each dropped input message was dropped by: (input index, step, reason).
-    dropped: Vec<(usize, String, String)>,
+    /// What each dropped input message was dropped by: (input index, step, reason). Shared
+    /// strings: a step that drops a thousand messages records one step name and one reason.
+    dropped: Vec<Dropped>,
     counter: ChatCounter,
     cache: CountCache,
     /// Tool schemas and reply priming: part of every count, changed by no step.
@@ -35,7 +36,7 @@ pub struct History<'a> {
     message_tokens: usize,
     provider: Format,
     input_len: usize,
-    step: String,
+    step: Arc<str>,
     units: OnceLock<Vec<Unit>>,
     /// The units of the input, when they were worked out before the first change (kept for
     /// the plan, which describes the input by its units).
@@ -70,6 +71,7 @@ impl<'a> History<'a> {
         provider: Format,
     ) -> History<'a> {
         let known = known.filter(|k| k.len() == messages.len());
+        cache.reserve(messages.len());
         let mut fingerprints = Vec::with_capacity(messages.len());
         let meta: Vec<Meta> = messages
             .iter()
@@ -95,7 +97,7 @@ impl<'a> History<'a> {
             message_tokens,
             provider,
             input_len: messages.len(),
-            step: String::from("input"),
+            step: Arc::from("input"),
             units: OnceLock::new(),
             input_units: None,
             input_fingerprint: input_fingerprint(fingerprints.into_iter()),
@@ -214,7 +216,9 @@ impl<'a> History<'a> {
     }
 
     pub(crate) fn set_step(&mut self, name: &str) {
-        name.clone_into(&mut self.step);
+        if *self.step != *name {
+            self.step = Arc::from(name);
+        }
     }
 
     fn changed(&mut self) {
@@ -248,7 +252,7 @@ impl<'a> History<'a> {
         let saved = meta.tokens as isize - tokens as isize;
         self.message_tokens = self.message_tokens + tokens - meta.tokens;
         meta.tokens = tokens;
-        meta.changes.push(Change { step: self.step.clone(), kind, detail: detail.into() });
+        meta.changes.push(Change { step: Arc::clone(&self.step), kind, detail: detail.into() });
         self.changed();
         saved
     }
@@ -305,7 +309,7 @@ impl<'a> History<'a> {
         drop(message);
         self.message_tokens -= meta.tokens;
         if let Origin::Input(input) = meta.origin {
-            self.dropped.push((input, self.step.clone(), reason.to_string()));
+            self.dropped.push((input, Arc::clone(&self.step), Arc::from(reason)));
         }
         self.changed();
     }
@@ -333,6 +337,7 @@ impl<'a> History<'a> {
         if dropped == 0 {
             return 0;
         }
+        let reason: Arc<str> = Arc::from(reason);
         let messages = std::mem::take(&mut self.messages);
         let meta = std::mem::take(&mut self.meta);
         for ((message, meta), keep) in messages.into_iter().zip(meta).zip(keep) {
@@ -342,7 +347,7 @@ impl<'a> History<'a> {
             } else {
                 self.message_tokens -= meta.tokens;
                 if let Origin::Input(input) = meta.origin {
-                    self.dropped.push((input, self.step.clone(), reason.to_string()));
+                    self.dropped.push((input, Arc::clone(&self.step), Arc::clone(&reason)));
                 }
             }
         }
@@ -362,7 +367,7 @@ impl<'a> History<'a> {
                 origin: Origin::Inserted,
                 tokens,
                 changes: vec![Change {
-                    step: self.step.clone(),
+                    step: Arc::clone(&self.step),
                     kind: ChangeKind::Rewritten,
                     detail: detail.into(),
                 }],

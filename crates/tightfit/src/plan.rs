@@ -15,7 +15,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::format::{messages_to_value, parse_messages, Format};
 use crate::message::Message;
 pub use crate::record::{Change, ChangeKind};
-use crate::record::{Meta, Origin};
+use crate::record::{Dropped, Meta, Origin};
 use crate::tokens::message_fingerprint;
 use crate::units::{Unit, UnitKind};
 
@@ -141,10 +141,10 @@ impl Plan {
         format: Format,
         output: &[Cow<'_, Message>],
         meta: &[Meta],
-        dropped: &[(usize, String, String)],
+        dropped: &[Dropped],
     ) -> Plan {
         // per input message: ("dropped" step and reason) or the changes it went through
-        let mut fate: Vec<Option<&(usize, String, String)>> = vec![None; input.len()];
+        let mut fate: Vec<Option<&Dropped>> = vec![None; input.len()];
         for d in dropped {
             fate[d.0] = Some(d);
         }

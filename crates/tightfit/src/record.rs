@@ -3,6 +3,8 @@
 //! [`Plan`](crate::plan::Plan) is made from it; both import this module, and the plan does not
 //! need the history.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Where a message of the working history came from.
@@ -37,11 +39,15 @@ pub enum ChangeKind {
     Rewritten,
 }
 
+/// An input message a step dropped: its index, the step, and why.
+pub(crate) type Dropped = (usize, Arc<str>, Arc<str>);
+
 /// One change of one message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
-    /// The step that made it.
-    pub step: String,
+    /// The step that made it (shared: a step that changes a thousand messages names itself
+    /// once).
+    pub step: Arc<str>,
     /// What kind of change it was.
     pub kind: ChangeKind,
     /// What it did, for a person ("content: kept chars 0..1000 and 9000..10000 of 10000").

@@ -14,8 +14,8 @@
 //! carry their signatures, and when the history uses thinking, the assistant message of the
 //! current tool turn still starts with its thinking.
 
+use foldhash::HashSet;
 use std::borrow::Borrow;
-use std::collections::HashSet;
 use std::fmt;
 
 use crate::calls::OpenCalls;
@@ -141,7 +141,7 @@ fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
 /// The ids of a message's calls; a second call with the same id is reported.
 fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
     let mut ids: Vec<&str> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::default();
     for call in message.tool_calls() {
         let id = call.id.as_deref().unwrap_or(call.name.as_str());
         if seen.insert(id) {
@@ -157,7 +157,7 @@ fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
     // the calls of the last assistant message that still wait for results, and its index
     let mut open: OpenCalls<&str> = OpenCalls::new([]);
     let mut caller: Option<usize> = None;
-    let mut answered: HashSet<&str> = HashSet::new();
+    let mut answered: HashSet<&str> = HashSet::default();
     let mut seen_conversation = false;
     for (index, message) in messages.iter().enumerate() {
         match message.role {
@@ -380,7 +380,7 @@ mod tests {
 
     #[test]
     fn rule_names_are_the_snake_case_of_the_variants_and_unique() {
-        let mut seen = HashSet::new();
+        let mut seen = std::collections::HashSet::new();
         for rule in Rule::ALL {
             let debug = format!("{rule:?}");
             let snake: String = debug

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
@@ -41,6 +41,30 @@ pub fn message_fingerprint(message: &Message) -> u128 {
     })
 }
 
+/// The hasher of maps keyed by fingerprints: a fingerprint is already a hash, so its low 64
+/// bits are the map's hash (no SipHash pass over every key on every lookup).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct FingerprintHasher(u64);
+
+impl Hasher for FingerprintHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // not a fingerprint: fold the bytes in (never used by u128 keys)
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0 ^ u64::from_le_bytes(word)).rotate_left(29).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u128(&mut self, fingerprint: u128) {
+        self.0 ^= fingerprint as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// A [`Hasher`] that only gathers the bytes written to it.
 struct Gather<'b>(&'b mut Vec<u8>);
 
@@ -64,7 +88,7 @@ impl Hasher for Gather<'_> {
 #[derive(Debug, Clone, Default)]
 pub struct CountCache {
     counter: u64,
-    counts: HashMap<u128, usize>,
+    counts: HashMap<u128, usize, BuildHasherDefault<FingerprintHasher>>,
     /// The fingerprint and tokens of the tool schemas counted last (agent loops send the
     /// same tools every turn, and rendering them is the costliest part of a small request).
     tools: Option<(u128, usize)>,
@@ -90,6 +114,12 @@ impl CountCache {
     pub fn clear(&mut self) {
         self.counts.clear();
         self.tools = None;
+    }
+
+    /// Makes room for `additional` more messages at once (a history about to be counted),
+    /// instead of growing the table step by step.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.counts.reserve(additional);
     }
 
     /// Empties the cache if it was filled by another counter.
