@@ -108,7 +108,7 @@ fn agent_runs_grow_turn_by_turn_with_few_compactions() {
             compactions += run.compactions;
         }
         assert!(turns > 0);
-        // each compaction cuts to about half the budget, so a turn compacts only when about half the
+        // each compaction cuts to 60% of the budget, so a turn compacts only when 40% of the
         // budget arrived since the last one
         assert!(compactions * 5 <= turns, "{file}: {compactions} compactions in {turns} turns");
     }
