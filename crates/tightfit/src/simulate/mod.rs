@@ -271,7 +271,9 @@ pub fn run(
         previous_last = request.messages.get(sent.len().wrapping_sub(1)).map(|m| m.clone().into_owned());
         // only the last message can be cut partway in the next comparison
         previous = sent;
-        previous_tokens = tokens;
+        // what a later request can share of this one: all but the reply priming, which ends a
+        // request and is not part of its prefix (a breakpoint sits on the last message)
+        previous_tokens = tokens.saturating_sub(counter.priming_tokens());
     }
     if row.turns > 0 {
         let turns = row.turns as f64;
@@ -319,6 +321,21 @@ mod tests {
 
     fn pricing() -> Pricing {
         Pricing { rule: CacheRule::AutomaticPrefix, input: 2.5, cached_input: 1.25, cache_write: 0.0 }
+    }
+
+    #[test]
+    fn under_anthropic_breakpoints_a_request_that_extends_the_previous_one_reads_it_whole() {
+        let conversation = chat(120);
+        let stream = Stream { ends: turn_ends(&conversation.messages), conversation };
+        let target = Target::budget(3000, ChatCounter::openai(OpenAiEncoding::O200kBase));
+        let breakpoints =
+            Pricing { rule: CacheRule::Breakpoints, input: 3.0, cached_input: 0.3, cache_write: 3.75 };
+        let session =
+            run(&stream, &PolicySpec::Session("cache".into()), &target, &breakpoints, &mut || {}).unwrap();
+        // every turn but the first and the compactions reads the previous request (the reply
+        // priming that ends it is not part of what the next one shares)
+        assert!(session.cached_share > 0.8, "{}", session.cached_share);
+        assert!(session.cached_share <= session.prefix_reuse);
     }
 
     #[test]
