@@ -17,10 +17,11 @@
 //! Cost: O(messages + calls), plus counting the text of results when `min_tokens` or the
 //! placeholder's size must be compared (stopping at the threshold).
 
-use std::collections::HashMap;
+use std::fmt::Write;
+use std::ops::Range;
 
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::calls::{results_of, CallKey, ResultAt};
+use crate::calls::{result_keys, CallKeyRef, ResultAt};
 use crate::history::History;
 use crate::message::{Arguments, CallStyle, ContentForm, Part, TextPart};
 use crate::params::{FromParams, Params};
@@ -101,14 +102,24 @@ impl FromParams for ClearToolResults {
     }
 }
 
-/// One tool result of the history.
-#[derive(Debug, Clone)]
-struct ResultSite {
+/// One tool result of the history, borrowed from it (80,000 parallel results cost no
+/// allocation each).
+#[derive(Debug, Clone, Copy)]
+struct ResultSite<'h> {
     at: ResultAt,
     unit: usize,
     /// The call it answers: the tool's name, and where the call is (message, part).
-    call: Option<(String, usize, usize)>,
-    key: CallKey,
+    call: Option<(&'h str, usize, usize)>,
+    key: CallKeyRef<'h>,
+}
+
+/// The clearing of the results of one message, worked out before the history changes.
+struct MessageClear {
+    message: usize,
+    /// The line of the report.
+    detail: String,
+    /// The results of the message to clear, a range of the list of cleared sites.
+    sites: Range<usize>,
 }
 
 impl Step for ClearToolResults {
@@ -124,44 +135,79 @@ impl Step for ClearToolResults {
     }
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
+        let (edits, at, calls) = self.plan(history);
+        self.clear(history, edits, &at);
+        if self.clear_inputs {
+            clear_inputs(history, calls);
+        }
+        Ok(())
+    }
+}
+
+/// The call whose arguments a cleared result's call has: (message, part, key).
+type CallAt = (usize, usize, String);
+
+impl ClearToolResults {
+    /// What to clear, read from the history before it changes: one edit per message (for one
+    /// line of the report each), where the cleared results are, and (with `clear_inputs`) the
+    /// calls whose arguments go.
+    fn plan(&self, history: &History<'_>) -> (Vec<MessageClear>, Vec<ResultAt>, Vec<CallAt>) {
         let sites = result_sites(history);
         let units = history.units().len();
         let first_kept_unit = self.keep_units.map_or(units, |n| units.saturating_sub(n));
         let counter = history.counter().text_counter();
         let threshold = self.min_tokens.max(counter.count(&self.placeholder));
         let old = sites.len().saturating_sub(self.keep);
-        let clear: Vec<&ResultSite> = sites[..old]
+        let clear: Vec<ResultSite<'_>> = sites[..old]
             .iter()
             .filter(|s| s.unit < first_kept_unit)
-            .filter(|s| !s.call.as_ref().is_some_and(|(name, _, _)| self.exclude_tools.contains(name)))
+            .filter(|s| !s.call.is_some_and(|(name, _, _)| self.exclude_tools.iter().any(|t| t == name)))
             .filter(|s| result_parts(history, s.at).is_some_and(|parts| exceeds(parts, threshold, counter)))
+            .copied()
             .collect();
-        self.clear(history, &clear);
-        Ok(())
-    }
-}
-
-impl ClearToolResults {
-    fn clear(&self, history: &mut History<'_>, clear: &[&ResultSite]) {
-        // one edit per message, for one line of the report each
+        let mut edits = Vec::new();
         let mut i = 0;
         while i < clear.len() {
             let message = clear[i].at.message();
-            let same: Vec<&ResultSite> =
-                clear[i..].iter().take_while(|s| s.at.message() == message).copied().collect();
-            i += same.len();
-            let ids: Vec<&str> = same.iter().map(|s| s.key.as_str()).collect();
-            let detail = format!("cleared the result(s) of tool call(s) {ids:?}");
-            let placeholder = &self.placeholder;
-            if let [ResultSite { at: ResultAt::Message(_), .. }] = same.as_slice() {
+            let same = clear[i..].iter().take_while(|s| s.at.message() == message).count();
+            // the ids as `{:?}` of a list of them writes them, without collecting them first
+            let mut detail = String::from("cleared the result(s) of tool call(s) [");
+            for (k, site) in clear[i..i + same].iter().enumerate() {
+                if k > 0 {
+                    detail.push_str(", ");
+                }
+                let _ = write!(detail, "{:?}", site.key.as_str());
+            }
+            detail.push(']');
+            edits.push(MessageClear { message, detail, sites: i..i + same });
+            i += same;
+        }
+        let calls = if self.clear_inputs {
+            clear
+                .iter()
+                .filter_map(|s| s.call.map(|(_, message, part)| (message, part, s.key.as_str().to_string())))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let at = clear.iter().map(|s| s.at).collect();
+        (edits, at, calls)
+    }
+
+    fn clear(&self, history: &mut History<'_>, edits: Vec<MessageClear>, at: &[ResultAt]) {
+        let placeholder = &self.placeholder;
+        for edit in edits {
+            let same = &at[edit.sites];
+            let detail = edit.detail;
+            if let [ResultAt::Message(_)] = same {
                 // a whole tool message: no need to copy the text that goes
                 let parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
-                history.replace_parts(message, ChangeKind::Replaced, detail, parts, ContentForm::Text);
+                history.replace_parts(edit.message, ChangeKind::Replaced, detail, parts, ContentForm::Text);
                 continue;
             }
-            history.edit(message, ChangeKind::Replaced, detail, |m| {
-                for site in &same {
-                    match site.at {
+            history.edit(edit.message, ChangeKind::Replaced, detail, |m| {
+                for site in same {
+                    match *site {
                         ResultAt::Message(_) => {
                             m.parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
                             m.content_form = ContentForm::Text;
@@ -176,18 +222,15 @@ impl ClearToolResults {
                 }
             });
         }
-        if self.clear_inputs {
-            clear_inputs(history, clear);
-        }
     }
 }
 
-/// Replaces the arguments of the calls of `cleared` by `{}` (an empty input for a free-form
-/// custom tool), one edit per assistant message.
-fn clear_inputs(history: &mut History<'_>, cleared: &[&ResultSite]) {
-    let mut calls: Vec<(usize, usize, &str)> = cleared
+/// Replaces the arguments of the calls of cleared results (`calls`: message, part, key) by
+/// `{}` (an empty input for a free-form custom tool), one edit per assistant message.
+fn clear_inputs(history: &mut History<'_>, calls: Vec<CallAt>) {
+    let mut calls: Vec<(usize, usize, &str)> = calls
         .iter()
-        .filter_map(|s| s.call.as_ref().map(|(_, message, part)| (*message, *part, s.key.as_str())))
+        .map(|(message, part, key)| (*message, *part, key.as_str()))
         .filter(|(message, part, _)| match &history.message(*message).parts[*part] {
             Part::ToolCall(c) => c.arguments != empty_arguments(c.style),
             _ => false,
@@ -226,26 +269,24 @@ fn empty_arguments(style: CallStyle) -> Arguments {
 }
 
 /// Every tool result in message order, with the call it answers where there is one.
-fn result_sites(history: &History<'_>) -> Vec<ResultSite> {
+fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
     let mut sites = Vec::new();
+    // the calls of the step, by the key results name them with (the first call of a key)
+    let mut calls: foldhash::HashMap<CallKeyRef<'h>, (&'h str, usize, usize)> = Default::default();
     for (u, unit) in history.units().iter().enumerate() {
-        // the calls of the step, by the key results name them with
-        let mut calls: HashMap<CallKey, (String, usize, usize)> = HashMap::new();
+        calls.clear();
         if unit.kind == UnitKind::AssistantStep {
             let start = unit.messages.start;
             for (p, part) in history.message(start).parts.iter().enumerate() {
                 if let Part::ToolCall(c) = part {
-                    let key = match &c.id {
-                        Some(id) => CallKey::Id(id.clone()),
-                        None => CallKey::Legacy(c.name.clone()),
-                    };
-                    calls.entry(key).or_insert((c.name.clone(), start, p));
+                    let key = CallKeyRef::of_call(c.id.as_deref(), &c.name);
+                    calls.entry(key).or_insert((c.name.as_str(), start, p));
                 }
             }
         }
         for i in unit.messages.clone() {
-            for (key, at) in results_of(history.message(i), i) {
-                let call = calls.get(&key).cloned();
+            for (key, at) in result_keys(history.message(i), i) {
+                let call = calls.get(&key).copied();
                 sites.push(ResultSite { at, unit: u, call, key });
             }
         }

@@ -71,41 +71,45 @@ impl TruncateToolResults {
 }
 
 /// One tool result of a history: the message it is in, and the block within the message
-/// for an Anthropic `tool_result` (`None`: the whole message is the result).
-struct ResultRef {
+/// for an Anthropic `tool_result` (`None`: the whole message is the result). Borrowed from the
+/// history: with 80,000 results, owning the labels cost two allocations per result.
+struct ResultRef<'h> {
     message: usize,
     block: Option<usize>,
     /// The call id (or the function's name for a legacy `function` message), for the report.
-    label: String,
-    tool: Option<String>,
+    label: &'h str,
+    tool: Option<&'h str>,
 }
 
 /// Every tool result of the history, in order.
-fn tool_results(history: &History<'_>) -> Vec<ResultRef> {
-    let call_names: std::collections::BTreeMap<&str, &str> = history
+fn tool_results<'h>(history: &'h History<'_>) -> Vec<ResultRef<'h>> {
+    // a hash map, not an ordered one: only looked up, and the ids of 80,000 parallel calls
+    // made an ordered map's comparisons a visible part of the step; a repeated id keeps the
+    // name of its last call, as before
+    let call_names: foldhash::HashMap<&str, &str> = history
         .messages()
         .iter()
         .flat_map(|m| m.tool_calls())
         .filter_map(|c| Some((c.id.as_deref()?, c.name.as_str())))
         .collect();
-    let name_of = |id: &str| call_names.get(id).map(|n| n.to_string());
+    let name_of = |id: &str| call_names.get(id).copied();
     let mut results = Vec::new();
     for (i, m) in history.messages().iter().enumerate() {
         match m.role {
             Role::Tool => {
-                let id = m.tool_call_id.clone().unwrap_or_default();
-                let tool = name_of(&id).or_else(|| m.name.clone());
+                let id = m.tool_call_id.as_deref().unwrap_or_default();
+                let tool = name_of(id).or(m.name.as_deref());
                 results.push(ResultRef { message: i, block: None, label: id, tool });
             }
             Role::Function => {
-                let name = m.name.clone().unwrap_or_default();
-                results.push(ResultRef { message: i, block: None, label: name.clone(), tool: Some(name) });
+                let name = m.name.as_deref().unwrap_or_default();
+                results.push(ResultRef { message: i, block: None, label: name, tool: Some(name) });
             }
             _ => {
                 for (j, part) in m.parts.iter().enumerate() {
                     if let Part::ToolResult(r) = part {
-                        let label = r.tool_use_id.clone();
-                        let tool = name_of(&label);
+                        let label = r.tool_use_id.as_str();
+                        let tool = name_of(label);
                         results.push(ResultRef { message: i, block: Some(j), label, tool });
                     }
                 }
@@ -155,7 +159,7 @@ impl Step for TruncateToolResults {
         // per message: the cuts of its results, in order
         let mut cuts: Vec<(usize, Vec<ResultCut>)> = Vec::new();
         for r in &results[..cuttable] {
-            if r.tool.as_ref().is_some_and(|t| self.exclude_tools.contains(t)) {
+            if r.tool.is_some_and(|t| self.exclude_tools.iter().any(|e| e == t)) {
                 continue;
             }
             let parts = result_parts(history.message(r.message), r.block);

@@ -104,6 +104,20 @@ pub(crate) fn plan_cut(
     marker: &str,
     counter: &dyn TokenCounter,
 ) -> Option<TextCut> {
+    // a text of n bytes has at most n characters: texts this short fit a character limit
+    // without being counted (most tool results, against the default 2,000 characters)
+    if let Length::Chars(limit) = limit {
+        let bytes: usize = parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.text.len(),
+                _ => 0,
+            })
+            .sum();
+        if bytes <= limit {
+            return None;
+        }
+    }
     let texts: Vec<(usize, &str)> = parts
         .iter()
         .enumerate()
