@@ -229,6 +229,16 @@ impl<'a> History<'a> {
         self.revision += 1;
     }
 
+    /// Records a change that leaves the units as they were (the content of a `tool` or
+    /// `function` message, which units never read): they are not worked out again, which
+    /// over 80,000 parallel results costs as much as the change itself.
+    fn changed_within_units(&mut self) {
+        if self.revision == 0 {
+            self.input_units = self.units.get().cloned();
+        }
+        self.revision += 1;
+    }
+
     /// A number that grows with every change, to tell whether a step changed anything.
     pub fn revision(&self) -> u64 {
         self.revision
@@ -247,13 +257,20 @@ impl<'a> History<'a> {
         edit: impl FnOnce(&mut Message),
     ) -> isize {
         edit(self.messages[index].to_mut());
+        let saved = self.recount(index, kind, detail.into());
+        self.changed();
+        saved
+    }
+
+    /// Counts the message at `index` again after a change and records the change; returns the
+    /// tokens saved.
+    fn recount(&mut self, index: usize, kind: ChangeKind, detail: String) -> isize {
         let tokens = self.cache.message_tokens(&self.counter, &self.messages[index]);
         let meta = &mut self.meta[index];
         let saved = meta.tokens as isize - tokens as isize;
         self.message_tokens = self.message_tokens + tokens - meta.tokens;
         meta.tokens = tokens;
-        meta.changes.push(Change { step: Arc::clone(&self.step), kind, detail: detail.into() });
-        self.changed();
+        meta.changes.push(Change { step: Arc::clone(&self.step), kind, detail });
         saved
     }
 
@@ -285,7 +302,14 @@ impl<'a> History<'a> {
                 self.messages[index] = Cow::Owned(replacement);
             }
         }
-        self.edit(index, kind, detail, |_| {})
+        let saved = self.recount(index, kind, detail.into());
+        // units read a result message's role and ids, never its content
+        if matches!(self.messages[index].role, Role::Tool | Role::Function) {
+            self.changed_within_units();
+        } else {
+            self.changed();
+        }
+        saved
     }
 
     /// Replaces the message at `index` by `message` and records the change, without copying
