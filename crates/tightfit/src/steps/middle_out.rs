@@ -175,11 +175,15 @@ impl MiddleOut {
         let counter = history.counter().clone();
         let text_counter = counter.text_counter();
         // (tokens, message, where), largest first; ties by position, for determinism
+        // a text the tokenizer knows to be within `min_text_tokens` from its length alone is
+        // never cut, and not counted (80,000 short tool results cost no tokenizer pass)
+        let may_be_cut = |text: &str| {
+            text_counter.max_tokens_of_len(text.len()).is_none_or(|most| most > self.min_text_tokens)
+        };
         let mut candidates: Vec<(usize, usize, TextAt)> = eligible
             .iter()
-            .flat_map(|&i| {
-                texts(history.message(i)).into_iter().map(move |(at, text)| (i, at, text)).collect::<Vec<_>>()
-            })
+            .flat_map(|&i| texts(history.message(i)).into_iter().map(move |(at, text)| (i, at, text)))
+            .filter(|(_, _, text)| may_be_cut(text))
             .map(|(i, at, text)| (text_counter.count(text), i, at))
             .filter(|(tokens, _, _)| *tokens > self.min_text_tokens)
             .collect();

@@ -102,6 +102,11 @@ impl TokenCounter for OpenAiEncoding {
         })
     }
 
+    /// A byte-level BPE: every token is at least one byte, and no special token is added.
+    fn max_tokens_of_len(&self, bytes: usize) -> Option<usize> {
+        Some(bytes)
+    }
+
     /// Like [`count`](Self::count), piece by piece, stopping at the first piece that passes
     /// the limit: O(limit) for a long text. A long piece is counted by the BPE's own early
     /// stop, so one huge unbroken piece (base64, say) costs no more than the limit either.

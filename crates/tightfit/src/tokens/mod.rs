@@ -45,6 +45,14 @@ pub trait TokenCounter: Send + Sync {
         (n <= limit).then_some(n)
     }
 
+    /// The most tokens any text of `bytes` bytes can have, when the tokenizer knows it
+    /// without reading the text; `None` (the default) when it does not. A caller that only
+    /// asks whether a text is over some number skips counting texts too short to be.
+    fn max_tokens_of_len(&self, bytes: usize) -> Option<usize> {
+        let _ = bytes;
+        None
+    }
+
     /// The total tokens of several texts counted separately.
     fn count_many(&self, texts: &[&str]) -> usize {
         texts.iter().map(|t| self.count(t)).sum()
