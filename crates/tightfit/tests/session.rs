@@ -186,3 +186,63 @@ fn marks_are_checked() {
     assert!(session().with_settings(Settings::default().with_marks(0.5, 0.9)).is_ok());
     assert!(Policy::by_name("no-such-policy").unwrap_err().to_string().contains("no-such-policy"));
 }
+
+/// The `cache_control` marks of a request, as (message index, block type).
+fn cache_marks(messages: &[Cow<'_, Message>]) -> Vec<(usize, String)> {
+    let wire = messages_to_value(
+        &messages.iter().map(|m| m.as_ref().clone()).collect::<Vec<_>>(),
+        Format::Anthropic,
+    );
+    let mut marks = Vec::new();
+    for (i, message) in wire.as_array().unwrap().iter().enumerate() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block.get("cache_control").is_some() {
+                marks.push((i, block["type"].as_str().unwrap_or_default().to_string()));
+            }
+        }
+    }
+    marks
+}
+
+#[test]
+fn anthropic_cache_breakpoints_are_placed_when_asked_and_the_plan_still_replays() {
+    let model = "claude-sonnet-4-5";
+    let with_marks = || {
+        Session::new(target(model, 4_000), Policy::cache(), Arc::new(MemoryStore::new()))
+            .with_settings(Settings::default().with_cache_breakpoints(true))
+            .unwrap()
+    };
+    let (first, second) = (with_marks(), with_marks());
+    let plain = Session::new(target(model, 4_000), Policy::cache(), Arc::new(MemoryStore::new()));
+    let mut turns_with_a_trace = 0;
+    for conversation in conversations("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl", 2) {
+        for end in turn_ends(&conversation.messages) {
+            let turn = prefix(&conversation, end);
+            let fitted = first.fit(&turn).unwrap();
+            assert!(fitted.report.compressed_token_count <= 4_000);
+            assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![], "turn at {end} messages");
+            let marks = cache_marks(&fitted.messages);
+            assert!((1..=3).contains(&marks.len()), "turn at {end} messages: {marks:?}");
+            assert!(marks.iter().all(|(_, kind)| !kind.contains("thinking")), "{marks:?}");
+            assert_eq!(marks.last().unwrap().0, fitted.messages.len() - 1, "the last message is marked");
+            // the plan records the marked messages: it replays the request exactly
+            assert_eq!(fitted.plan.replay(&turn.messages).unwrap(), fitted.messages);
+            // two sessions mark alike; without the setting nothing is marked
+            assert_eq!(second.fit(&turn).unwrap().messages, fitted.messages);
+            let unmarked = plain.fit(&turn).unwrap();
+            assert!(cache_marks(&unmarked.messages).is_empty());
+            turns_with_a_trace += usize::from(fitted.plan.output.iter().any(|e| e.input.is_none()));
+        }
+    }
+    assert!(turns_with_a_trace > 0, "some turns compacted, so the head's end was marked too");
+    // a caller who marks its own breakpoints keeps them as they are
+    let mut own = conversations("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl", 1).remove(0);
+    own.messages.truncate(turn_ends(&own.messages)[2]);
+    let first_text = own.messages.iter_mut().flat_map(|m| m.parts.iter_mut()).find_map(|p| match p {
+        tightfit::Part::Text(t) => Some(t),
+        _ => None,
+    });
+    first_text.unwrap().extra.insert("cache_control".into(), serde_json::json!({"type": "ephemeral"}));
+    let fitted = with_marks().fit(&own).unwrap();
+    assert_eq!(cache_marks(&fitted.messages).len(), 1, "only the caller's own mark");
+}

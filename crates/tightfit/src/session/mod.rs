@@ -35,6 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod breakpoints;
 mod decision;
 mod replay;
 pub mod store;
@@ -74,11 +75,16 @@ pub struct Settings {
     /// The most conversations held in memory; the least recently used one is forgotten
     /// (its checkpoint stays in the store). Defaults to 1,024.
     pub max_conversations: usize,
+    /// For Anthropic requests, mark prompt-cache breakpoints (`cache_control`) on the last
+    /// message, the end of the previous turn and the end of the compaction's head (see
+    /// `breakpoints.rs`), unless the caller marked some. Defaults to false. The marks are the
+    /// only bytes that then change between turns: the last message's mark moves on.
+    pub cache_breakpoints: bool,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { high_water: 1.0, low_water: 0.6, max_conversations: 1024 }
+        Settings { high_water: 1.0, low_water: 0.6, max_conversations: 1024, cache_breakpoints: false }
     }
 }
 
@@ -86,6 +92,11 @@ impl Settings {
     /// The same settings with other marks.
     pub fn with_marks(self, low_water: f64, high_water: f64) -> Settings {
         Settings { low_water, high_water, ..self }
+    }
+
+    /// The same settings, placing Anthropic cache breakpoints or not.
+    pub fn with_cache_breakpoints(self, cache_breakpoints: bool) -> Settings {
+        Settings { cache_breakpoints, ..self }
     }
 
     /// Checks the marks: 0 < low_water < high_water ≤ 1, at least one conversation.
@@ -257,6 +268,7 @@ impl Session {
             {
                 if fitted.report.compressed_token_count <= high {
                     fitted.report.session = Some(info(decision.epoch, false));
+                    self.mark_breakpoints(&mut fitted, conversation);
                     // the whole decision is remembered, as the store holds it, not the part
                     // that applied to this turn: a process that reads it back from the store
                     // decides the next turns alike (a branch that grows back into the
@@ -285,7 +297,17 @@ impl Session {
         self.store.save(&key, &decided.to_checkpoint(provider))?;
         fitted.report.session = Some(info(epoch, true));
         state.remember(key, decided, self.settings.max_conversations);
+        self.mark_breakpoints(&mut fitted, conversation);
         Ok(fitted)
+    }
+
+    /// Marks Anthropic cache breakpoints when the settings ask for them (after the decision
+    /// is taken: marks belong to one request, not to the epoch).
+    fn mark_breakpoints(&self, fitted: &mut Fitted<'_>, conversation: &Conversation) {
+        let provider = self.target.provider.unwrap_or(conversation.format);
+        if self.settings.cache_breakpoints && provider == Format::Anthropic {
+            breakpoints::place(fitted, &conversation.messages);
+        }
     }
 
     /// Forgets conversation `key`, in memory and in the store.
