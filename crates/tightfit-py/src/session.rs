@@ -98,7 +98,7 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model = "gpt-4o", *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None))]
+    #[pyo3(signature = (model = "gpt-4o", *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -110,6 +110,7 @@ impl PySession {
         low_water: Option<f64>,
         max_conversations: Option<usize>,
         reserve_output: Option<u64>,
+        cache_breakpoints: bool,
     ) -> PyResult<PySession> {
         let info = Registry::embedded().lookup(model).map_err(Failure::from)?;
         let mut target = Target::for_model(info, reserve_output);
@@ -127,6 +128,7 @@ impl PySession {
         if let Some(max) = max_conversations {
             settings.max_conversations = max;
         }
+        settings.cache_breakpoints = cache_breakpoints;
         settings.check().map_err(Failure::Config)?;
         let store = store_arg(py, store)?;
         let described = store.describe();
@@ -207,6 +209,12 @@ impl PySession {
     #[getter]
     fn max_conversations(&self) -> usize {
         self.inner.settings().max_conversations
+    }
+
+    /// Whether Anthropic requests get prompt-cache breakpoints from the session.
+    #[getter]
+    fn cache_breakpoints(&self) -> bool {
+        self.inner.settings().cache_breakpoints
     }
 
     /// The store, as the engine describes it (`memory`, `sqlite:sessions.db`).

@@ -334,3 +334,28 @@ def test_a_path_like_store_is_accepted(tmp_path: Path) -> None:
             return str(tmp_path / "where.db")
 
     assert tightfit.Session(MODEL, store=Where()).store == f"sqlite:{tmp_path / 'where.db'}"
+
+
+def test_cache_breakpoints_mark_anthropic_requests_only_when_asked() -> None:
+    path = DATA.parent / "data2" / "agent_tau2_airline_claude45_thinking_anthropic.jsonl"
+    record = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    messages = record["messages"]
+
+    def marks(result: tightfit.FitResult) -> list[int]:
+        return [
+            i
+            for i, m in enumerate(result.messages)
+            if isinstance(m.get("content"), list) and any("cache_control" in b for b in m["content"])
+        ]
+
+    marked = tightfit.Session("claude-sonnet-4-5", budget=4_000, cache_breakpoints=True)
+    plain = tightfit.Session("claude-sonnet-4-5", budget=4_000)
+    assert (marked.cache_breakpoints, plain.cache_breakpoints) == (True, False)
+    for end in (6, 12, len(messages)):
+        turn = messages[:end]
+        result = marked.fit(turn, format="anthropic")
+        found = marks(result)
+        assert 1 <= len(found) <= 3 and found[-1] == len(result.messages) - 1, found
+        assert tightfit.validate(result.messages, provider="anthropic") == []
+        assert marks(plain.fit(turn, format="anthropic")) == []
+        assert "cache_control" not in json.dumps(turn), "the caller's dicts are not marked"

@@ -269,7 +269,9 @@ class Session:
     file shared by processes: a session opened on it in another process makes the same
     decisions), a :class:`MemoryStore` (shared by the sessions of this process given it), or
     ``None`` for a store of the session's own. Budget, ``model`` and ``reserve_output`` as for
-    :func:`fit`.
+    :func:`fit`. With ``cache_breakpoints=True``, Anthropic requests get ``cache_control`` marks
+    on the last message, the end of the previous turn and the end of the compaction's head
+    (unless the messages carry marks of their own); the plan records them.
 
     Conversations are told apart by ``key`` (by default a hash of the messages up to the first
     user message: the system prompt and the task); messages are recognised by content, so a
@@ -288,6 +290,7 @@ class Session:
         low_water: float | None = None,
         max_conversations: int | None = None,
         reserve_output: int | None = None,
+        cache_breakpoints: bool = False,
     ) -> None:
         self._native = _native.Session(
             model,
@@ -298,6 +301,7 @@ class Session:
             low_water=low_water,
             max_conversations=max_conversations,
             reserve_output=reserve_output,
+            cache_breakpoints=cache_breakpoints,
         )
 
     def fit(
@@ -362,6 +366,11 @@ class Session:
     def max_conversations(self) -> int:
         """The most conversations held in memory (the others are read back from the store)."""
         return self._native.max_conversations
+
+    @property
+    def cache_breakpoints(self) -> bool:
+        """Whether Anthropic requests get prompt-cache breakpoints from the session."""
+        return self._native.cache_breakpoints
 
     @property
     def store(self) -> str:

@@ -145,6 +145,7 @@ class Session:
         low_water: float | None = None,
         max_conversations: int | None = None,
         reserve_output: int | None = None,
+        cache_breakpoints: bool = False,
     ) -> None: ...
     def fit(
         self,
@@ -169,6 +170,8 @@ class Session:
     def low_water(self) -> float: ...
     @property
     def max_conversations(self) -> int: ...
+    @property
+    def cache_breakpoints(self) -> bool: ...
     @property
     def store(self) -> str: ...
 
