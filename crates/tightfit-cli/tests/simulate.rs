@@ -103,3 +103,30 @@ fn an_unknown_policy_is_an_error_naming_it_and_the_known_ones() {
     assert!(err.contains("unknown policy \"sliding-window\""), "{err}");
     assert!(err.contains("hysteresis"), "{err}");
 }
+
+#[test]
+fn a_trace_folded_into_a_neighbouring_anthropic_turn_still_counts_as_a_trace() {
+    // Claude runs at a small budget: compactions put their trace next to a user turn, and
+    // Anthropic's same-role merge folds it into that turn
+    let file = shared("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl");
+    let output = tightfit(
+        &[
+            "simulate",
+            file.to_str().unwrap(),
+            "--model",
+            "claude-sonnet-4-5",
+            "--budget",
+            "8000",
+            "--policy",
+            "session:cache",
+            "--json",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let session = row(&report, "session:cache");
+    assert!(session["compactions"].as_u64().unwrap() > 0, "{session}");
+    assert_eq!(session["removed_without_trace"], 0, "{session}");
+    assert_eq!((session["over_budget"].as_u64(), session["invalid"].as_u64()), (Some(0), Some(0)));
+}

@@ -12,7 +12,7 @@
 use crate::pipeline::Pipeline;
 use crate::steps::{
     ClearToolResults, Compact, Condition, ConfigError, Dedupe, DropEmpty, DropRetryPrompts, DropThinking,
-    KeepLast, MiddleOut, Summarize, TruncateText, TruncateToolResults,
+    KeepLast, MiddleOut, Summarize, TruncateText, TruncateToolResults, TRACE_PREFIX,
 };
 
 /// The names [`by_name`] knows.
@@ -68,9 +68,9 @@ pub fn cache() -> Pipeline {
         .when(
             over(),
             MiddleOut {
-                placeholder: Some(
-                    "[tightfit: earlier messages removed here to fit the context window: {skipped}]".into(),
-                ),
+                placeholder: Some(format!(
+                    "{TRACE_PREFIX}earlier messages removed here to fit the context window: {{skipped}}]"
+                )),
                 ..MiddleOut::default()
             },
         )

@@ -15,12 +15,12 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::fit::{FitError, Fitter, RunOptions, Target};
+use crate::fit::{FitError, Fitted, Fitter, RunOptions, Target};
 use crate::format::Conversation;
-use crate::message::Message;
+use crate::message::{Message, Part};
 use crate::pipeline::Pipeline;
 use crate::session::{MemoryStore, Policy as SessionPolicy, Session};
-use crate::steps::ConfigError;
+use crate::steps::{ConfigError, TRACE_PREFIX};
 use crate::tokens::CountCache;
 use crate::units::{units, UnitKind};
 
@@ -233,10 +233,36 @@ impl Running {
             }
         };
         let kept_inputs = fitted.plan.output.iter().filter(|e| e.input.is_some()).count();
-        let written = fitted.plan.output.len() - kept_inputs;
+        let mut written = fitted.plan.output.len() - kept_inputs;
+        if written == 0 && carries_a_folded_trace(turn, &fitted) {
+            written = 1;
+        }
         let compacted = fitted.report.session.as_ref().map(|s| s.compacted);
         Ok(Request { messages: fitted.messages, kept_inputs, written, compacted })
     }
+}
+
+/// Whether one of tightfit's traces was folded into an input message it kept (Anthropic's
+/// turns of one role are merged, so a trace next to a user turn becomes part of it): a
+/// changed input message with a text part that starts with [`TRACE_PREFIX`] and that its
+/// input did not have.
+fn carries_a_folded_trace(turn: &Conversation, fitted: &Fitted<'_>) -> bool {
+    let trace_texts = |m: &Message| -> Vec<String> {
+        m.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) if t.text.starts_with(TRACE_PREFIX) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    fitted.plan.output.iter().zip(&fitted.messages).any(|(entry, sent)| match (entry.input, &entry.message) {
+        (Some(i), Some(_)) => {
+            let had = trace_texts(&turn.messages[i]);
+            trace_texts(sent).iter().any(|t| !had.contains(t))
+        }
+        _ => false,
+    })
 }
 
 /// The baseline: the system messages, then everything from `cut` on; on overflow, `cut`

@@ -67,7 +67,7 @@ pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use shared::cut::TRUNCATED_MARKER;
 pub use shared::filter::MessageFilter;
 pub use shared::select::Measure;
-pub use shared::trace::{CountTrace, Removed, Trace};
+pub use shared::trace::{CountTrace, Removed, Trace, TRACE_PREFIX};
 pub use summarize::Summarize;
 pub use task_truncation::{TaskScope, TaskTruncation};
 pub use token_budget::TokenBudget;

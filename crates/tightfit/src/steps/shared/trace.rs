@@ -45,6 +45,11 @@ pub trait Trace: Send + Sync + fmt::Debug {
     fn trace(&self, removed: &Removed<'_>) -> Result<Option<Message>, StepError>;
 }
 
+/// How the text of tightfit's own traces starts ([`CountTrace`], and the `cache` preset's
+/// last-resort placeholder), so that a trace folded into a neighbouring message (Anthropic's
+/// turns of one role are merged) can still be recognised.
+pub const TRACE_PREFIX: &str = "[tightfit: ";
+
 /// The default trace: one user message that says how many messages were removed and which
 /// input messages they were, so the model knows the conversation has a gap.
 #[derive(Debug, Clone, Default)]
@@ -64,7 +69,7 @@ impl Trace for CountTrace {
         let plural = if count == 1 { "message was" } else { "messages were" };
         Ok(Some(Message::text(
             Role::User,
-            format!("[tightfit: {count} earlier {plural} removed here to fit the context window{which}]"),
+            format!("{TRACE_PREFIX}{count} earlier {plural} removed here to fit the context window{which}]"),
         )))
     }
 }
