@@ -12,7 +12,7 @@
 use crate::pipeline::Pipeline;
 use crate::steps::{
     ClearToolResults, Compact, Condition, ConfigError, Dedupe, DropEmpty, DropRetryPrompts, DropThinking,
-    KeepLast, MiddleOut, Summarize, TruncateText, TruncateToolResults, TRACE_PREFIX,
+    KeepLast, MiddleOut, Step, Summarize, TruncateText, TruncateToolResults, TRACE_PREFIX,
 };
 
 /// The names [`by_name`] knows.
@@ -24,12 +24,19 @@ pub const NAMES: &[&str] = &["cache", "middle-out", "minimal", "balanced", "summ
 /// tail, the newest result left whole) → middle_out. Cut lengths are fixed, not derived from
 /// the remaining budget, so a history fitted again next turn keeps the same prefix.
 pub fn ladder() -> Pipeline {
+    over_budget_rungs(ClearToolResults::default(), MiddleOut::default())
+}
+
+/// The rungs the ladder and the `cache` preset share, each run only while still over budget:
+/// the lossless ones, then `cut` (how each makes room: clearing results, or one compaction),
+/// the fixed-length truncation of tool results, and `last_resort`.
+fn over_budget_rungs(cut: impl Step + 'static, last_resort: MiddleOut) -> Pipeline {
     let over = || Condition::OverBudget;
     Pipeline::builder()
         .when(over(), DropEmpty::default())
         .when(over(), Dedupe::default())
         .when(over(), DropThinking::default())
-        .when(over(), ClearToolResults::default())
+        .when(over(), cut)
         .when(
             over(),
             TruncateToolResults {
@@ -38,7 +45,7 @@ pub fn ladder() -> Pipeline {
                 ..TruncateToolResults::chars(2000)
             },
         )
-        .when(over(), MiddleOut::default())
+        .when(over(), last_resort)
         .build()
         .expect("the ladder's configuration is valid")
 }
@@ -50,32 +57,14 @@ pub fn ladder() -> Pipeline {
 /// a placeholder where it removed messages).
 /// The last two run only when the protected units alone are over the mark.
 pub fn cache() -> Pipeline {
-    let over = || Condition::OverBudget;
-    Pipeline::builder()
-        .when(over(), DropEmpty::default())
-        .when(over(), Dedupe::default())
-        .when(over(), DropThinking::default())
-        .when(over(), Compact::default())
-        .when(
-            over(),
-            TruncateToolResults {
-                keep: crate::text::KeepPart::HeadAndTail,
-                keep_last: 1,
-                ..TruncateToolResults::chars(2000)
-            },
-        )
-        // the last resort (a turn too big for any cut of whole old units) leaves a trace too
-        .when(
-            over(),
-            MiddleOut {
-                placeholder: Some(format!(
-                    "{TRACE_PREFIX}earlier messages removed here to fit the context window: {{skipped}}]"
-                )),
-                ..MiddleOut::default()
-            },
-        )
-        .build()
-        .expect("the cache preset's configuration is valid")
+    // the last resort (a turn too big for any cut of whole old units) leaves a trace too
+    let last_resort = MiddleOut {
+        placeholder: Some(format!(
+            "{TRACE_PREFIX}earlier messages removed here to fit the context window: {{skipped}}]"
+        )),
+        ..MiddleOut::default()
+    };
+    over_budget_rungs(Compact::default(), last_resort)
 }
 
 /// The preset called `name`.
