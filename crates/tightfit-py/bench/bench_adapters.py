@@ -10,69 +10,21 @@ messages of the 1M-token agent history (``../shared/data/extreme_long.jsonl``), 
 
 Needs the peers of ``crates/tightfit-py/requirements-test.txt`` installed (the adapters
 subclass or return their types); tiktoken's vocabularies come from ``TIKTOKEN_CACHE_DIR``,
-filled from ``../shared/tools/tiktoken_cache.py`` when unset.
+filled from ``../shared/tools/tiktoken_cache.py`` when unset (by ``bench_autogen_core``).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any, Callable
 
-from benchkit import SHARED, agent_history, best, fmt
+# the autogen helpers of the peer benchmark; importing it also points tiktoken at the local
+# vocabularies before any tokenizer loads
+from bench_autogen_core import autogen_messages, now
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+from benchkit import agent_history, best, fmt
+from langchain_core.messages import convert_to_messages
 
-if not os.environ.get("TIKTOKEN_CACHE_DIR"):
-    cache = Path(tempfile.gettempdir()) / "tightfit-bench-tiktoken"
-    subprocess.run([sys.executable, str(SHARED / "tools" / "tiktoken_cache.py"), str(cache)], check=True, capture_output=True)
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-
-from autogen_core import FunctionCall  # noqa: E402
-from autogen_core.models import (  # noqa: E402
-    AssistantMessage,
-    FunctionExecutionResult,
-    FunctionExecutionResultMessage,
-    SystemMessage,
-    UserMessage,
-)
-from autogen_ext.models.openai import OpenAIChatCompletionClient  # noqa: E402
-from langchain_core.messages import convert_to_messages  # noqa: E402
-
-from tightfit.compat import ag2, autogen_core, langchain, swarms  # noqa: E402
-
-
-def autogen_messages(openai: list[dict[str, Any]]) -> list[Any]:
-    """OpenAI dicts as autogen messages (a run of tool results is one results message)."""
-    out: list[Any] = []
-    for m in openai:
-        role = m["role"]
-        if role == "system":
-            out.append(SystemMessage(content=m["content"]))
-        elif role == "user":
-            out.append(UserMessage(content=m["content"], source="user"))
-        elif role == "assistant" and m.get("tool_calls"):
-            calls = [FunctionCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]) for c in m["tool_calls"]]
-            out.append(AssistantMessage(content=calls, source="assistant", thought=m.get("content") or None))
-        elif role == "assistant":
-            out.append(AssistantMessage(content=m.get("content") or "", source="assistant"))
-        else:
-            result = FunctionExecutionResult(content=m["content"], name=m.get("name", "tool"), call_id=m["tool_call_id"])
-            if out and isinstance(out[-1], FunctionExecutionResultMessage):
-                out[-1].content.append(result)
-            else:
-                out.append(FunctionExecutionResultMessage(content=[result]))
-    return out
-
-
-def now(coro: Any) -> Any:
-    """Runs a coroutine that never waits (the contexts' methods), without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    raise RuntimeError("the coroutine waited")
+from tightfit.compat import ag2, autogen_core, langchain, swarms
 
 
 def token_limited(client: Any, budget: int, messages: list[Any]) -> Callable[[], Any]:

@@ -69,7 +69,11 @@ def history(n: int) -> list[Any]:
         records = {r["id"]: r for r in map(json.loads, f)}
     for name in ["concat/mini-swe-deepseek/1M", "concat/tau-bench-airline/250k"]:
         openai += records[name]["messages"]
-    openai = openai[:n]
+    return autogen_messages(openai[:n])
+
+
+def autogen_messages(openai: list[dict[str, Any]]) -> list[Any]:
+    """OpenAI dicts as autogen messages (a run of tool results is one results message)."""
     out: list[Any] = []
     for m in openai:
         role = m["role"]
