@@ -130,6 +130,9 @@ pub(crate) fn result_keys(
     whole.map(|key| (key, ResultAt::Message(index))).into_iter().chain(blocks)
 }
 
+/// Up to this many calls, a step's open calls are found by scanning them.
+const SCANNED: usize = 8;
+
 /// The calls of one step still waiting for results, in call order, looked up by key in O(1).
 ///
 /// Each call has a slot; [`first_open`](OpenCalls::first_open) finds the earliest open slot
@@ -139,6 +142,8 @@ pub(crate) fn result_keys(
 /// vectors and one map.
 #[derive(Debug, Clone)]
 pub struct OpenCalls<K> {
+    // up to `SCANNED` calls (nearly every step) the slots are scanned and the maps stay
+    // empty: building two hash maps cost more than the lookups they save
     keys: Vec<K>,
     open: Vec<bool>,
     /// The earliest open slot of each key that has one.
@@ -152,6 +157,16 @@ impl<K: Hash + Eq + Clone> OpenCalls<K> {
     /// Every call open, in the order given.
     pub fn new(keys: impl IntoIterator<Item = K>) -> OpenCalls<K> {
         let keys: Vec<K> = keys.into_iter().collect();
+        if keys.len() <= SCANNED {
+            let left = keys.len();
+            return OpenCalls {
+                open: vec![true; left],
+                left,
+                first: HashMap::default(),
+                next_same: Vec::new(),
+                keys,
+            };
+        }
         let mut first: HashMap<K, usize> = HashMap::with_capacity_and_hasher(keys.len(), Default::default());
         let mut last: HashMap<&K, usize> = HashMap::default();
         let mut next_same = vec![None; keys.len()];
@@ -173,6 +188,9 @@ impl<K: Hash + Eq + Clone> OpenCalls<K> {
 
     /// The earliest open call under `key`, if any.
     pub fn first_open(&self, key: &K) -> Option<usize> {
+        if self.keys.len() <= SCANNED {
+            return (0..self.keys.len()).find(|&slot| self.open[slot] && self.keys[slot] == *key);
+        }
         self.first.get(key).copied()
     }
 
@@ -183,6 +201,9 @@ impl<K: Hash + Eq + Clone> OpenCalls<K> {
             return;
         }
         self.left -= 1;
+        if self.keys.len() <= SCANNED {
+            return;
+        }
         if let Entry::Occupied(mut head) = self.first.entry(self.keys[slot].clone()) {
             if *head.get() == slot {
                 // the next open slot of the key becomes its first

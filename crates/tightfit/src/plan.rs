@@ -6,6 +6,7 @@
 //! input index only. A fingerprint of the input guards against replaying on another history.
 
 use std::borrow::Cow;
+use std::fmt::Write;
 use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
@@ -171,20 +172,12 @@ impl Plan {
                 };
                 for change in changes[i] {
                     kinds.push(change.kind);
-                    note(
-                        &change.step,
-                        format!(
-                            "messages[{i}]: {} by {}: {}",
-                            kind_word(change.kind),
-                            change.step,
-                            change.detail
-                        ),
-                    );
+                    note(&change.step, detail_line(i, kind_word(change.kind), &change.step, &change.detail));
                 }
                 match fate[i] {
                     Some((_, step, reason)) => {
                         any_dropped = true;
-                        note(step, format!("messages[{i}]: dropped by {step}: {reason}"));
+                        note(step, detail_line(i, "dropped", step, reason));
                     }
                     None => all_dropped = false,
                 }
@@ -272,6 +265,20 @@ impl Plan {
             })
             .collect()
     }
+}
+
+/// `messages[{index}]: {what} by {step}: {why}`. Written piece by piece into a string of
+/// the right size: a session's warm turn writes one line per message its epoch removed
+/// (1,400 at 1,500 messages), where `format!` took an eighth of the turn.
+fn detail_line(index: usize, what: &str, step: &str, why: &str) -> String {
+    let mut line = String::with_capacity(32 + what.len() + step.len() + why.len());
+    line.push_str("messages[");
+    // an integer's Display writes without allocating
+    let _ = write!(line, "{index}");
+    for piece in ["]: ", what, " by ", step, ": ", why] {
+        line.push_str(piece);
+    }
+    line
 }
 
 fn kind_word(kind: ChangeKind) -> &'static str {

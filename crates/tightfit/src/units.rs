@@ -110,6 +110,11 @@ enum Answered<'m> {
 /// whose results all answer a still-open call of this step. O(messages + calls) with the
 /// lookups of [`OpenCalls`].
 fn assistant_step(messages: &[&Message], start: usize) -> Unit {
+    if messages[start].tool_calls().next().is_none() {
+        // a reply that calls nothing is a step of one message (most steps of a chat, and of
+        // agents that run commands from text): no call index to build
+        return Unit::new(UnitKind::AssistantStep, start..start + 1, messages[start]);
+    }
     let calls: Vec<(Option<&str>, &str)> =
         messages[start].tool_calls().map(|c| (c.id.as_deref(), c.name.as_str())).collect();
     let mut open = OpenCalls::new(calls.iter().map(|(id, name)| match id {

@@ -141,10 +141,19 @@ fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
 /// The ids of a message's calls; a second call with the same id is reported.
 fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
     let mut ids: Vec<&str> = Vec::new();
+    // a set only for many calls: a step's few ids are compared directly
     let mut seen: HashSet<&str> = HashSet::default();
     for call in message.tool_calls() {
         let id = call.id.as_deref().unwrap_or(call.name.as_str());
-        if seen.insert(id) {
+        let new = if ids.len() < 8 {
+            !ids.contains(&id)
+        } else {
+            if seen.is_empty() {
+                seen.extend(ids.iter().copied());
+            }
+            seen.insert(id)
+        };
+        if new {
             ids.push(id);
         } else {
             push(out, index, Rule::DuplicateCallId, format!("two tool calls share the id {id:?}"));
