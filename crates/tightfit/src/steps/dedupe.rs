@@ -176,7 +176,8 @@ impl Dedupe {
             self.plan_result(&message.parts, &id, None, seen, counter, &mut plan);
             return plan;
         }
-        let at = message_place(message);
+        // named only when a first media part needs it: naming copies the message's text
+        let at = || message_place(message);
         for (p, part) in message.parts.iter().enumerate() {
             match part {
                 Part::ToolResult(r) => {
@@ -200,7 +201,7 @@ impl Dedupe {
     ) {
         let all_text = !parts.is_empty() && parts.iter().all(|p| matches!(p, Part::Text(_)));
         if !all_text {
-            let at = format!("the result of tool call {id}");
+            let at = || format!("the result of tool call {id}");
             for (p, part) in parts.iter().enumerate() {
                 self.plan_media(part, Target::Part(block, p), &at, seen, plan);
             }
@@ -229,18 +230,20 @@ impl Dedupe {
         }
     }
 
+    /// A media part: remembered where it first occurs (`at` names the place, called only
+    /// then), replaced by a reference when it repeats.
     fn plan_media(
         &self,
         part: &Part,
         target: Target,
-        at: &str,
+        at: &dyn Fn() -> String,
         seen: &mut Seen,
         plan: &mut Vec<Replacement>,
     ) {
         let Some((kind, hash)) = media_hash(part) else { return };
         match seen.media.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(at.to_string());
+                slot.insert(at());
             }
             std::collections::hash_map::Entry::Occupied(first) => {
                 let text = self.media_placeholder.replace("{kind}", kind).replace("{at}", first.get());
