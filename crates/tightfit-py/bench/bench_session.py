@@ -4,8 +4,9 @@ The first 1,501 messages of the 1M-token agent history (real mini-swe-agent mess
 to 32k with the ``cache`` policy:
 
 - *warm turn*: the session has fitted the 1,501 messages before and fits them again (the
-  steady state of a turn: every dict read and hashed, the epoch's decision replayed), from a
-  fresh list of fresh dicts each time, as a framework that rebuilds its messages hands them;
+  steady state of a turn: every dict hashed, the messages of the previous call taken back,
+  the epoch's decision replayed), from a fresh list of fresh dicts each time, as a framework
+  that rebuilds its messages hands them;
 - *agent loop*: 200 turns from 1,300 messages, one message appended per turn, compactions
   included where they fall;
 - the reference, in the same run: a stateless ``tightfit.Fitter().fit`` of the same turns

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use serde_json::{json, Value};
 use tightfit::format::{detect, parse_value, Format, FormatHint};
+use tightfit::message::Tool;
 use tightfit::steps::ConfigError;
 use tightfit::Conversation;
 
@@ -40,14 +41,7 @@ impl RawInput {
         let format = format_arg(format, "format")?;
         let messages = to_value(messages)
             .map_err(|e| Failure::Format { path: e.path("messages"), reason: e.reason.clone() })?;
-        let tools = match tools {
-            Some(t) if !t.is_none() => Some(
-                to_value(t)
-                    .map_err(|e| Failure::Format { path: e.path("tools"), reason: e.reason.clone() })?,
-            ),
-            _ => None,
-        };
-        Ok(RawInput { messages, tools, format })
+        Ok(RawInput { messages, tools: tools_value(tools)?, format })
     }
 
     /// Parses the messages (format detected unless given) and the tool schemas in the same
@@ -56,11 +50,24 @@ impl RawInput {
     pub(crate) fn parse(self) -> Result<Conversation, Failure> {
         let format = self.format.unwrap_or_else(|| detect(&self.messages));
         let mut conversation = parse_value(self.messages, FormatHint::Exactly(format))?;
-        if let Some(tools) = self.tools {
-            // the reader knows tool schemas only inside a request body
-            let request = parse_value(json!({"messages": [], "tools": tools}), FormatHint::Exactly(format))?;
-            conversation.tools = request.tools;
-        }
+        conversation.tools = parse_tools(self.tools, format)?;
         Ok(conversation)
     }
+}
+
+/// Copies `tools` (a list of schemas or `None`) out of Python. Needs the GIL.
+pub(crate) fn tools_value(tools: Option<&Bound<'_, PyAny>>) -> Result<Option<Value>, Failure> {
+    match tools {
+        Some(t) if !t.is_none() => Ok(Some(
+            to_value(t).map_err(|e| Failure::Format { path: e.path("tools"), reason: e.reason.clone() })?,
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// Parses tool schemas in `format`. Runs without the GIL.
+pub(crate) fn parse_tools(tools: Option<Value>, format: Format) -> Result<Option<Vec<Tool>>, Failure> {
+    let Some(tools) = tools else { return Ok(None) };
+    // the reader knows tool schemas only inside a request body
+    Ok(parse_value(json!({"messages": [], "tools": tools}), FormatHint::Exactly(format))?.tools)
 }

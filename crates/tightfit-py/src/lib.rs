@@ -14,6 +14,7 @@ mod count;
 mod errors;
 mod fit;
 mod input;
+mod memo;
 mod pipeline;
 mod report;
 mod session;

@@ -4,7 +4,7 @@
 //! the engine's (`tightfit::session`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -12,11 +12,13 @@ use tightfit::fit::Target;
 use tightfit::models::Registry;
 use tightfit::session::{MemoryStore, Policy, Session, Settings, Store};
 use tightfit::steps::ConfigError;
+use tightfit::Conversation;
 use tightfit_store::SqliteStore;
 
 use crate::errors::{guard, Failure};
 use crate::fit::FitResult;
-use crate::input::RawInput;
+use crate::input::{format_arg, parse_tools, tools_value, RawInput};
+use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
 
 /// Session checkpoints in memory, shared by every session given it (in this process); forgotten
@@ -90,6 +92,8 @@ pub(crate) struct PySession {
     inner: Session,
     model: String,
     store: String,
+    /// The messages of the latest call (see `memo.rs`).
+    memo: Mutex<ReadMemo>,
 }
 
 #[pymethods]
@@ -133,7 +137,7 @@ impl PySession {
         let store = store_arg(py, store)?;
         let described = store.describe();
         let inner = Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;
-        Ok(PySession { inner, model: model.to_string(), store: described })
+        Ok(PySession { inner, model: model.to_string(), store: described, memo: Mutex::default() })
     }
 
     /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
@@ -148,16 +152,42 @@ impl PySession {
         key: Option<String>,
         format: Option<&str>,
     ) -> PyResult<FitResult> {
-        let raw = RawInput::read(messages, tools, format)?;
         let session = &self.inner;
-        // calls on one session take turns inside the engine, with the GIL released
-        let (report, plan) = py.detach(|| {
-            guard(|| {
-                let conversation = raw.parse()?;
-                let fitted = session.fit_keyed(key.as_deref(), &conversation)?;
-                Ok::<_, Failure>((fitted.report, fitted.plan))
-            })
-        })?;
+        let format = format_arg(format, "format")?;
+        // the messages of the previous call, taken back where the caller's dicts hash alike
+        let memo = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()))
+            .read(messages, format)?;
+        let (report, plan) = match memo {
+            Some(read) => {
+                let tools = tools_value(tools)?;
+                // calls on one session take turns inside the engine, with the GIL released
+                py.detach(|| {
+                    guard(|| {
+                        let format = read.format();
+                        let (messages, recall) = read.parse()?;
+                        let tools = parse_tools(tools, format)?;
+                        let conversation = Conversation { format, messages, tools, request: None };
+                        let fitted = session.fit_keyed(key.as_deref(), &conversation)?;
+                        let done = (fitted.report, fitted.plan);
+                        *self.memo.lock().unwrap_or_else(|p| p.into_inner()) =
+                            ReadMemo::remember(conversation.messages, recall);
+                        Ok::<_, Failure>(done)
+                    })
+                })?
+            }
+            // not JSON data, or read before in another format: read in full (and say what
+            // is wrong, if anything)
+            None => {
+                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?;
+                py.detach(|| {
+                    guard(|| {
+                        let conversation = raw.parse()?;
+                        let fitted = session.fit_keyed(key.as_deref(), &conversation)?;
+                        Ok::<_, Failure>((fitted.report, fitted.plan))
+                    })
+                })?
+            }
+        };
         FitResult::new(py, messages, report, plan)
     }
 

@@ -359,3 +359,77 @@ def test_cache_breakpoints_mark_anthropic_requests_only_when_asked() -> None:
         assert tightfit.validate(result.messages, provider="anthropic") == []
         assert marks(plain.fit(turn, format="anthropic")) == []
         assert "cache_control" not in json.dumps(turn), "the caller's dicts are not marked"
+
+
+def test_reading_only_the_new_dicts_sends_what_reading_them_all_sends() -> None:
+    """A session takes back the messages of its previous call where the caller's dicts hash
+    alike (fresh copies included); a new session object each turn reads every dict. On an OpenAI
+    agent run and an Anthropic one with thinking blocks, both send the same requests."""
+    claude = DATA.parent / "data2" / "agent_tau2_airline_claude45_thinking_anthropic.jsonl"
+    claude_runs = [json.loads(line)["messages"] for line in claude.read_text(encoding="utf-8").splitlines()]
+    cases = [
+        (MODEL, run(0), BUDGET),
+        ("claude-sonnet-4-5", max(claude_runs, key=len), 3_000),
+    ]
+    for model, messages, budget in cases:
+        remembering = tightfit.Session(model, budget=budget)
+        store = tightfit.MemoryStore()
+        compacted = 0
+        for end in request_points(messages):
+            fresh = json.loads(json.dumps(messages[:end]))  # new dicts, as a framework rebuilds them
+            warm = remembering.fit(fresh)
+            cold = tightfit.Session(model, budget=budget, store=store).fit(messages[:end])
+            assert wire(warm.messages) == wire(cold.messages), f"{model}, turn at {end} messages"
+            assert warm.report.compressed_token_count == cold.report.compressed_token_count
+            assert warm.report.session.epoch == cold.report.session.epoch
+            compacted += warm.report.session.compacted
+        assert compacted >= 1, f"{model}: the run compacts at this budget"
+
+
+def test_a_dict_changed_in_place_is_read_again() -> None:
+    messages = json.loads(json.dumps(run(0)[:8]))
+    session = tightfit.Session(MODEL, budget=100_000)
+    before = session.fit(messages)
+    messages[2]["content"] = "edited in place: " + "word " * 50
+    after = session.fit(messages)
+    assert after.messages[2]["content"].startswith("edited in place: ")
+    fresh = tightfit.Session(MODEL, budget=100_000).fit(messages)
+    assert after.report.compressed_token_count == fresh.report.compressed_token_count
+    assert after.report.compressed_token_count != before.report.compressed_token_count
+
+
+def test_identical_dicts_in_one_history_are_each_read() -> None:
+    same = {"role": "user", "content": "again"}
+    reply = {"role": "assistant", "content": "ok"}
+    history = [{"role": "system", "content": "Be brief."}, same, reply, same, reply, same]
+    session = tightfit.Session(MODEL, budget=100_000)
+    for _ in range(2):
+        result = session.fit(history)
+        assert result.messages == history
+        assert result.report.compressed_token_count == tightfit.count(history, MODEL).total
+
+
+def test_a_format_given_after_detection_reads_the_history_in_that_format() -> None:
+    history = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Go on"}]
+    session = tightfit.Session("claude-sonnet-4-5", budget=10_000)
+    session.fit(history)
+    as_anthropic = session.fit(history, format="anthropic")
+    expected = tightfit.Session("claude-sonnet-4-5", budget=10_000).fit(history, format="anthropic")
+    assert as_anthropic.report.compressed_token_count == expected.report.compressed_token_count
+    assert as_anthropic.plan.format == expected.plan.format == "anthropic"
+
+
+@pytest.mark.parametrize("value", [float("nan"), {1: "x"}, 2**70, {"a", "b"}], ids=["nan", "int key", "big int", "set"])
+def test_a_bad_value_in_a_new_message_names_where_it_is(value: object) -> None:
+    """Whether the dicts are read afresh (data that cannot be hashed) or only the new one is
+    (data that can), the error is the one `fit` gives, at the same path."""
+    history = json.loads(json.dumps(run(0)[:4]))
+    session = tightfit.Session(MODEL, budget=100_000)
+    session.fit(history)
+    bad = [*history, {"role": "user", "content": [{"type": "text", "text": "hi", "extra": value}]}]
+    with pytest.raises(tightfit.FormatError) as info:
+        session.fit(bad)
+    assert (info.value.index, info.value.path) == (4, "messages[4].content[0].extra")
+    with pytest.raises(tightfit.FormatError, match=r"^messages\[4\]\.content: "):
+        session.fit([*history, {"role": "user", "content": 7}])
+    assert session.fit(history).messages == history

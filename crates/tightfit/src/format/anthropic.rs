@@ -56,45 +56,50 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
 fn read_messages(items: Vec<Value>, at: &Path, allow_system: bool) -> Result<Vec<Message>, FormatError> {
     let mut messages = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let at = at.index(i);
-        let map = object(item, &at)?;
-        let mut role = None;
-        let mut content = None;
-        let mut extra = Extra::new();
-        for (key, value) in map {
-            match key.as_str() {
-                "role" => {
-                    let text = string(value, &at.key("role"))?;
-                    role = match text.as_str() {
-                        "user" => Some(Role::User),
-                        "assistant" => Some(Role::Assistant),
-                        "system" if allow_system => Some(Role::System),
-                        _ => {
-                            let expected = if allow_system {
-                                "\"user\", \"assistant\" or \"system\""
-                            } else {
-                                "\"user\" or \"assistant\" (the system prompt goes in the top-level `system` field)"
-                            };
-                            return Err(at
-                                .key("role")
-                                .error(format!("unknown role {text:?} (expected {expected})")));
-                        }
-                    };
-                }
-                "content" => content = Some(value),
-                _ => {
-                    extra.insert(key, value);
-                }
-            }
-        }
-        let role = role.ok_or_else(|| at.error("missing `role`"))?;
-        let (content_form, parts) = match content {
-            None => (ContentForm::Absent, Vec::new()),
-            Some(value) => read_block_content(value, &at.key("content"))?,
-        };
-        messages.push(Message { role, parts, name: None, tool_call_id: None, content_form, extra });
+        messages.push(read_message(item, &at.index(i), allow_system)?);
     }
     Ok(messages)
+}
+
+/// Reads one message of a list; `allow_system` when the list is a bare history (a request
+/// body has its system prompt in the top-level `system` field).
+pub(super) fn read_message(item: Value, at: &Path, allow_system: bool) -> Result<Message, FormatError> {
+    let map = object(item, at)?;
+    let mut role = None;
+    let mut content = None;
+    let mut extra = Extra::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "role" => {
+                let text = string(value, &at.key("role"))?;
+                role = match text.as_str() {
+                    "user" => Some(Role::User),
+                    "assistant" => Some(Role::Assistant),
+                    "system" if allow_system => Some(Role::System),
+                    _ => {
+                        let expected = if allow_system {
+                            "\"user\", \"assistant\" or \"system\""
+                        } else {
+                            "\"user\" or \"assistant\" (the system prompt goes in the top-level `system` field)"
+                        };
+                        return Err(at
+                            .key("role")
+                            .error(format!("unknown role {text:?} (expected {expected})")));
+                    }
+                };
+            }
+            "content" => content = Some(value),
+            _ => {
+                extra.insert(key, value);
+            }
+        }
+    }
+    let role = role.ok_or_else(|| at.error("missing `role`"))?;
+    let (content_form, parts) = match content {
+        None => (ContentForm::Absent, Vec::new()),
+        Some(value) => read_block_content(value, &at.key("content"))?,
+    };
+    Ok(Message { role, parts, name: None, tool_call_id: None, content_form, extra })
 }
 
 fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, FormatError> {

@@ -25,30 +25,34 @@ pub fn detect(document: &Value) -> Format {
         }
         _ => return Format::OpenAi,
     };
-    for message in messages {
-        let Some(object) = message.as_object() else {
-            continue;
-        };
-        if object.contains_key("tool_calls")
-            || object.contains_key("tool_call_id")
-            || object.contains_key("function_call")
-        {
-            return Format::OpenAi;
-        }
-        if let Some(Value::Array(blocks)) = object.get("content") {
-            for block in blocks {
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document") => {
-                        return Format::Anthropic
-                    }
-                    Some("image") if block.get("source").is_some() => return Format::Anthropic,
-                    Some("image_url" | "input_audio" | "file" | "refusal") => return Format::OpenAi,
-                    _ => {}
+    messages.iter().find_map(message_verdict).unwrap_or(Format::OpenAi)
+}
+
+/// What one message of a list says about the list's format: the format only it has, or
+/// `None` when it is valid in both. [`detect`] takes the first message that decides, so a
+/// caller that reads a list message by message (and remembers each one's verdict) decides
+/// alike.
+pub fn message_verdict(message: &Value) -> Option<Format> {
+    let object = message.as_object()?;
+    if object.contains_key("tool_calls")
+        || object.contains_key("tool_call_id")
+        || object.contains_key("function_call")
+    {
+        return Some(Format::OpenAi);
+    }
+    if let Some(Value::Array(blocks)) = object.get("content") {
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document") => {
+                    return Some(Format::Anthropic)
                 }
+                Some("image") if block.get("source").is_some() => return Some(Format::Anthropic),
+                Some("image_url" | "input_audio" | "file" | "refusal") => return Some(Format::OpenAi),
+                _ => {}
             }
         }
     }
-    Format::OpenAi
+    None
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::message::{Extra, Message, Tool};
 
 pub use convert::{convert, Conversion};
-pub use detect::detect;
+pub use detect::{detect, message_verdict};
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -185,6 +185,18 @@ pub fn parse_messages(value: Value, format: Format) -> Result<Vec<Message>, Form
     let items = path::array(value, &path::Path::root("messages"))?;
     let conversation = parse_value(Value::Array(items), FormatHint::Exactly(format))?;
     Ok(conversation.messages)
+}
+
+/// Reads one message of a bare history in `format`, as item `index` of the list (errors name
+/// `messages[index]`). Reading a list message by message gives the messages
+/// [`parse_messages`] gives, for a caller that keeps the messages it read before.
+pub fn parse_message(value: Value, format: Format, index: usize) -> Result<Message, FormatError> {
+    let list = path::Path::root("messages");
+    let at = list.index(index);
+    match format {
+        Format::OpenAi => openai::read_message(value, &at),
+        Format::Anthropic => anthropic::read_message(value, &at, true),
+    }
 }
 
 /// Writes messages as a JSON array in `format`, as they are (no conversion; an Anthropic

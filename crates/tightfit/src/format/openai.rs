@@ -45,7 +45,7 @@ pub(super) fn read_messages(items: Vec<Value>, at: &Path) -> Result<Vec<Message>
     items.into_iter().enumerate().map(|(i, item)| read_message(item, &at.index(i))).collect()
 }
 
-fn read_message(value: Value, at: &Path) -> Result<Message, FormatError> {
+pub(super) fn read_message(value: Value, at: &Path) -> Result<Message, FormatError> {
     let map = object(value, at)?;
     let mut role = None;
     let mut content = None;
