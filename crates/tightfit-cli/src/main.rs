@@ -4,6 +4,11 @@
 //! builds what it needs from the engine. The engine knows no terminal: files, progress and
 //! rendering live here.
 
+/// mimalloc: fitting makes many small allocations, and glibc's malloc slows as the heap
+/// grows (see the workspace manifest).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -22,6 +22,12 @@ mod validate;
 
 use pyo3::prelude::*;
 
+/// mimalloc for the engine's allocations (Python's objects keep Python's allocator): fitting
+/// makes many small allocations, and glibc's malloc slows as the heap grows (see the workspace
+/// manifest).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {

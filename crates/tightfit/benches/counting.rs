@@ -8,6 +8,11 @@
 //!
 //! Run: `cargo bench -p tightfit --bench counting`.
 
+/// The allocator the command line and the Python module ship with (see the workspace
+/// manifest), so that the figures are theirs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};

@@ -20,6 +20,11 @@
 //!
 //! Run: `cargo bench -p tightfit --bench fit`.
 
+/// The allocator the command line and the Python module ship with (see the workspace
+/// manifest), so that the figures are theirs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
