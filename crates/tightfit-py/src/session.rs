@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use tightfit::fit::Target;
 use tightfit::models::Registry;
+use tightfit::pricing::Pricing;
 use tightfit::session::{MemoryStore, Policy, Session, Settings, Store};
 use tightfit::steps::ConfigError;
 use tightfit::Conversation;
@@ -102,7 +103,7 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model = "gpt-4o", *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false))]
+    #[pyo3(signature = (model = "gpt-4o", *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -115,6 +116,7 @@ impl PySession {
         max_conversations: Option<usize>,
         reserve_output: Option<u64>,
         cache_breakpoints: bool,
+        weigh_cache_misses: bool,
     ) -> PyResult<PySession> {
         let info = Registry::embedded().lookup(model).map_err(Failure::from)?;
         let mut target = Target::for_model(info, reserve_output);
@@ -133,10 +135,15 @@ impl PySession {
             settings.max_conversations = max;
         }
         settings.cache_breakpoints = cache_breakpoints;
+        settings.weigh_cache_misses = weigh_cache_misses;
         settings.check().map_err(Failure::Config)?;
         let store = store_arg(py, store)?;
         let described = store.describe();
-        let inner = Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;
+        let mut inner =
+            Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;
+        if let Some(pricing) = Pricing::of(info) {
+            inner = inner.with_pricing(pricing);
+        }
         Ok(PySession { inner, model: model.to_string(), store: described, memo: Mutex::default() })
     }
 
@@ -245,6 +252,13 @@ impl PySession {
     #[getter]
     fn cache_breakpoints(&self) -> bool {
         self.inner.settings().cache_breakpoints
+    }
+
+    /// Whether, between the high-water mark and the budget, a compaction waits until it pays
+    /// for its cache misses (by the model's prices and its provider's caching rule).
+    #[getter]
+    fn weigh_cache_misses(&self) -> bool {
+        self.inner.settings().weigh_cache_misses
     }
 
     /// The store, as the engine describes it (`memory`, `sqlite:sessions.db`).

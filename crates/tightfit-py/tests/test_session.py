@@ -433,3 +433,28 @@ def test_a_bad_value_in_a_new_message_names_where_it_is(value: object) -> None:
     with pytest.raises(tightfit.FormatError, match=r"^messages\[4\]\.content: "):
         session.fit([*history, {"role": "user", "content": 7}])
     assert session.fit(history).messages == history
+
+
+def test_between_the_marks_a_compaction_waits_while_it_would_cost_more_than_it_saves() -> None:
+    """At Anthropic's prices a cached token costs a tenth of a miss, so past a lowered high-water
+    mark the session keeps extending the request (to the budget at most); told not to weigh the
+    misses, it compacts at the mark."""
+    messages = run(0)
+    budget = 6_000
+
+    def requests(session: tightfit.Session) -> tuple[list[int], int]:
+        sizes, compactions = [], 0
+        for end in request_points(messages):
+            result = session.fit(messages[:end])
+            sizes.append(result.report.compressed_token_count)
+            compactions += result.report.session.compacted
+        return sizes, compactions
+
+    marks = {"budget": budget, "high_water": 0.7, "low_water": 0.5}
+    weighed = tightfit.Session("claude-sonnet-4-5", **marks)
+    at_mark = tightfit.Session("claude-sonnet-4-5", weigh_cache_misses=False, **marks)
+    assert (weighed.weigh_cache_misses, at_mark.weigh_cache_misses) == (True, False)
+    waited, waited_compactions = requests(weighed)
+    marked, marked_compactions = requests(at_mark)
+    assert max(marked) <= 0.7 * budget < max(waited) <= budget
+    assert waited_compactions < marked_compactions

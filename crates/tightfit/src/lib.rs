@@ -38,6 +38,7 @@ mod params;
 pub mod pipeline;
 pub mod plan;
 pub mod presets;
+pub mod pricing;
 mod record;
 pub mod repair;
 pub mod report;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tightfit::format::{messages_to_value, parse_str, Conversation, Format, FormatHint};
 use tightfit::message::Message;
 use tightfit::models::Registry;
+use tightfit::pricing::Pricing;
 use tightfit::session::{MemoryStore, Policy, Session, SessionError, Settings, Store, StoreErrorKind};
 use tightfit::units::turn_ends;
 use tightfit::validate::validate;
@@ -34,6 +35,7 @@ fn target(model: &str, budget: usize) -> Target {
 /// What one agent loop did: requests, compactions, and each request's messages as bytes.
 struct Loop {
     requests: Vec<Vec<String>>,
+    tokens: Vec<usize>,
     compactions: usize,
 }
 
@@ -47,6 +49,7 @@ fn agent_loop_over(session: &Session, conversation: &Conversation, ends: &[usize
     let budget = session.target().budget;
     let provider = session.target().provider.unwrap_or(conversation.format);
     let mut requests: Vec<Vec<String>> = Vec::new();
+    let mut tokens = Vec::new();
     let mut compactions = 0;
     for &end in ends {
         let turn = prefix(conversation, end);
@@ -86,8 +89,9 @@ fn agent_loop_over(session: &Session, conversation: &Conversation, ends: &[usize
             );
         }
         requests.push(sent);
+        tokens.push(report.compressed_token_count);
     }
-    Loop { requests, compactions }
+    Loop { requests, tokens, compactions }
 }
 
 #[test]
@@ -134,6 +138,57 @@ fn a_second_session_on_the_same_store_makes_the_same_decisions() {
 }
 
 #[test]
+fn between_the_marks_a_compaction_waits_until_it_pays_for_its_cache_misses() {
+    let registry = Registry::embedded();
+    let price = |model: &str| Pricing::of(registry.lookup(model).unwrap()).unwrap();
+    let budget = 8_000;
+    let high = budget * 7 / 10;
+    let session = |pricing: Option<Pricing>, store: &Arc<dyn Store>| {
+        let settings = Settings::default().with_marks(0.5, 0.7);
+        let session = Session::new(target("gpt-4o", budget), Policy::cache(), Arc::clone(store))
+            .with_settings(settings)
+            .unwrap();
+        match pricing {
+            Some(pricing) => session.with_pricing(pricing),
+            None => session,
+        }
+    };
+    let fresh = || Arc::new(MemoryStore::new()) as Arc<dyn Store>;
+    let (mut waited, mut weighed_compactions, mut marked_compactions) = (0, 0, 0);
+    for conversation in conversations("data/agent_mini_swe_deepseek.jsonl", 3) {
+        // Anthropic's prices: a cached token costs a tenth, a miss is written at 1.25x
+        let weighed = agent_loop(&session(Some(price("claude-sonnet-4-5")), &fresh()), &conversation);
+        let marked = agent_loop(&session(None, &fresh()), &conversation);
+        assert!(marked.tokens.iter().all(|&t| t <= high), "without prices the mark is where it compacts");
+        waited += weighed.tokens.iter().filter(|&&t| t > high).count();
+        weighed_compactions += weighed.compactions;
+        marked_compactions += marked.compactions;
+        // no discount for cached tokens: nothing to lose, compact at the mark
+        let mut flat = price("gpt-4o");
+        flat.cached_input = flat.input;
+        assert_eq!(agent_loop(&session(Some(flat), &fresh()), &conversation).requests, marked.requests);
+        // the growth is measured on the history: a second session on the same store (another
+        // process) waits and compacts alike
+        let store = fresh();
+        let ends = turn_ends(&conversation.messages);
+        let half = ends.len() / 2;
+        let mut requests =
+            agent_loop_over(&session(Some(price("claude-sonnet-4-5")), &store), &conversation, &ends[..half])
+                .requests;
+        requests.extend(
+            agent_loop_over(&session(Some(price("claude-sonnet-4-5")), &store), &conversation, &ends[half..])
+                .requests,
+        );
+        assert!(requests == weighed.requests);
+    }
+    assert!(waited > 0, "some turns wait past the mark");
+    assert!(
+        weighed_compactions < marked_compactions,
+        "waiting compacts less often: {weighed_compactions} against {marked_compactions}"
+    );
+}
+
+#[test]
 fn an_edit_or_a_branch_keeps_what_still_applies() {
     let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
     let session = Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::new(MemoryStore::new()));
@@ -176,6 +231,27 @@ fn a_corrupt_checkpoint_is_an_error_naming_the_store_and_conversation() {
         // nothing was overwritten: the bad checkpoint is still there for a person to look at
         assert_eq!(store.load(&key).unwrap().as_deref(), Some(bytes));
     }
+}
+
+#[test]
+fn a_checkpoint_of_version_1_is_read() {
+    let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
+    let ends = turn_ends(&conversation.messages);
+    let half = ends.len() / 2;
+    let store = Arc::new(MemoryStore::new());
+    let session =
+        |store: &Arc<MemoryStore>| Session::new(target("gpt-4o", 6_000), Policy::cache(), store.clone());
+    assert!(agent_loop_over(&session(&store), conversation, &ends[..half]).compactions >= 1);
+    let key = Session::key_of(conversation);
+    let written = store.load(&key).unwrap().expect("a checkpoint after a compaction");
+    let rest = agent_loop_over(&session(&store), conversation, &ends[half..]).requests;
+    // the same checkpoint as an earlier build wrote it: version 1, no `tokens`
+    let mut old: serde_json::Value = serde_json::from_slice(&written).unwrap();
+    old["tightfit_session"] = 1.into();
+    assert!(old.as_object_mut().unwrap().remove("tokens").is_some());
+    let older = Arc::new(MemoryStore::new());
+    older.save(&key, &serde_json::to_vec(&old).unwrap()).unwrap();
+    assert_eq!(agent_loop_over(&session(&older), conversation, &ends[half..]).requests, rest);
 }
 
 #[test]

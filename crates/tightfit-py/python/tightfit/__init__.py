@@ -271,7 +271,10 @@ class Session:
     ``None`` for a store of the session's own. Budget, ``model`` and ``reserve_output`` as for
     :func:`fit`. With ``cache_breakpoints=True``, Anthropic requests get ``cache_control`` marks
     on the last message, the end of the previous turn and the end of the compaction's head
-    (unless the messages carry marks of their own); the plan records them.
+    (unless the messages carry marks of their own); the plan records them. With
+    ``high_water`` below 1, a turn past the mark waits for its compaction while the compaction
+    would cost more in cache misses than it saves (the model's prices and its provider's caching
+    rule); ``weigh_cache_misses=False`` compacts at the mark.
 
     Conversations are told apart by ``key`` (by default a hash of the messages up to the first
     user message: the system prompt and the task); messages are recognised by content, so a
@@ -291,6 +294,7 @@ class Session:
         max_conversations: int | None = None,
         reserve_output: int | None = None,
         cache_breakpoints: bool = False,
+        weigh_cache_misses: bool = True,
     ) -> None:
         self._native = _native.Session(
             model,
@@ -302,6 +306,7 @@ class Session:
             max_conversations=max_conversations,
             reserve_output=reserve_output,
             cache_breakpoints=cache_breakpoints,
+            weigh_cache_misses=weigh_cache_misses,
         )
 
     def fit(
@@ -371,6 +376,11 @@ class Session:
     def cache_breakpoints(self) -> bool:
         """Whether Anthropic requests get prompt-cache breakpoints from the session."""
         return self._native.cache_breakpoints
+
+    @property
+    def weigh_cache_misses(self) -> bool:
+        """Whether a turn past the high-water mark waits while compacting would cost more."""
+        return self._native.weigh_cache_misses
 
     @property
     def store(self) -> str:

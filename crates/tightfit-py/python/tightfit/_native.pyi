@@ -146,6 +146,7 @@ class Session:
         max_conversations: int | None = None,
         reserve_output: int | None = None,
         cache_breakpoints: bool = False,
+        weigh_cache_misses: bool = True,
     ) -> None: ...
     def fit(
         self,
@@ -172,6 +173,8 @@ class Session:
     def max_conversations(self) -> int: ...
     @property
     def cache_breakpoints(self) -> bool: ...
+    @property
+    def weigh_cache_misses(self) -> bool: ...
     @property
     def store(self) -> str: ...
 

@@ -7,8 +7,9 @@
 //! message after `frozen` follows as it came. Memory: 16 bytes per covered message, plus the
 //! messages the compaction rewrote or wrote (a truncated tool result, the trace).
 //!
-//! Serialized as a JSON checkpoint for a [`Store`](super::Store): `{"tightfit_session": 1,
-//! "epoch", "format", "fingerprints" (hex, 32 characters per message), "entries"}`, where an
+//! Serialized as a JSON checkpoint for a [`Store`](super::Store): `{"tightfit_session": 2,
+//! "epoch", "format", "tokens", "fingerprints" (hex, 32 characters per message), "entries"}`
+//! (version 1 had no `tokens`; it is read as 0), where an
 //! entry is `{"keep": [start, end]}` (a run of input messages), `{"replace": i, "kind",
 //! "detail", "message"}` or `{"insert": message, "detail"}`, messages in the wire format.
 
@@ -23,7 +24,7 @@ use crate::message::Message;
 use crate::plan::{ChangeKind, UnitAction};
 
 /// The version of the checkpoint format this build writes and reads.
-pub const CHECKPOINT_VERSION: u64 = 1;
+pub const CHECKPOINT_VERSION: u64 = 2;
 
 /// One message of a decision's output.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +42,9 @@ pub(crate) enum Entry {
 pub(crate) struct Decision {
     /// 0 before the first compaction, one more at each.
     pub(crate) epoch: u64,
+    /// The tokens of the compaction's output (0 before the first): what the conversation has
+    /// grown from since, for the cost model.
+    pub(crate) tokens: usize,
     /// The fingerprints of the input messages the decision covers.
     pub(crate) fingerprints: Vec<u128>,
     /// The output for those messages, in order.
@@ -50,7 +54,7 @@ pub(crate) struct Decision {
 impl Decision {
     /// The decision before any compaction: nothing covered, everything sent as it comes.
     pub(crate) fn initial() -> Decision {
-        Decision { epoch: 0, fingerprints: Vec::new(), entries: Vec::new() }
+        Decision { epoch: 0, tokens: 0, fingerprints: Vec::new(), entries: Vec::new() }
     }
 
     /// The number of input messages covered.
@@ -92,7 +96,7 @@ impl Decision {
                 },
             })
             .collect();
-        Decision { epoch, fingerprints, entries }
+        Decision { epoch, tokens: fitted.report.compressed_token_count, fingerprints, entries }
     }
 
     /// The part of this decision that still applies to a conversation whose messages have
@@ -136,6 +140,7 @@ impl Decision {
             .collect();
         Some(Cow::Owned(Decision {
             epoch: self.epoch,
+            tokens: self.tokens,
             fingerprints: self.fingerprints[..common].to_vec(),
             entries,
         }))
@@ -169,6 +174,7 @@ impl Decision {
         let checkpoint = Checkpoint {
             tightfit_session: CHECKPOINT_VERSION,
             epoch: self.epoch,
+            tokens: self.tokens,
             format: format.as_str().to_string(),
             fingerprints,
             entries,
@@ -182,7 +188,7 @@ impl Decision {
         let value: Value =
             serde_json::from_slice(bytes).map_err(|e| CheckpointError::Corrupt(e.to_string()))?;
         match value.get("tightfit_session").and_then(Value::as_u64) {
-            Some(CHECKPOINT_VERSION) => {}
+            Some(1 | CHECKPOINT_VERSION) => {}
             Some(v) => return Err(CheckpointError::Version(v)),
             None => return Err(CheckpointError::Corrupt("not a tightfit session checkpoint".into())),
         }
@@ -232,7 +238,7 @@ impl Decision {
                 last = Some(*i);
             }
         }
-        Ok((Decision { epoch: checkpoint.epoch, fingerprints, entries }, format))
+        Ok((Decision { epoch: checkpoint.epoch, tokens: checkpoint.tokens, fingerprints, entries }, format))
     }
 }
 
@@ -257,6 +263,8 @@ fn write_one(message: &Message, format: Format) -> Value {
 struct Checkpoint {
     tightfit_session: u64,
     epoch: u64,
+    #[serde(default)]
+    tokens: usize,
     format: String,
     fingerprints: String,
     entries: Vec<CheckpointEntry>,

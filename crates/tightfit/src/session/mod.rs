@@ -56,17 +56,20 @@ use crate::format::{Conversation, Format};
 use crate::message::Role;
 use crate::pipeline::Pipeline;
 use crate::presets;
+use crate::pricing::Pricing;
 use crate::report::SessionInfo;
 use crate::steps::{ConfigError, Trace};
 use crate::tokens::message_fingerprint;
+use crate::units::turn_ends;
 
 /// The marks of a session's epochs, as shares of the budget.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Settings {
-    /// A compaction happens when the output would pass this share of the budget. Defaults
-    /// to 1.0: only when the budget itself would be passed (a later compaction costs nothing
-    /// in cache misses; lower it to keep room for counts that are estimates).
+    /// A compaction may happen once the output would pass this share of the budget, and
+    /// must before the budget itself would be passed. Defaults to 1.0: only at the budget.
+    /// Lower it to keep room (for counts that are estimates, for a reply); between the mark and
+    /// the budget the session then compacts when the cost model says so (`weigh_cache_misses`).
     pub high_water: f64,
     /// A compaction cuts down to this share of the budget. Defaults to 0.6: on the shared
     /// agent and chat streams it keeps utilisation above 70% and prefix reuse above the
@@ -80,11 +83,23 @@ pub struct Settings {
     /// `breakpoints.rs`), unless the caller marked some. Defaults to false. The marks are the
     /// only bytes that then change between turns: the last message's mark moves on.
     pub cache_breakpoints: bool,
+    /// Between the high-water mark and the budget, compact only once a compaction pays for
+    /// the cache misses it causes, by the prices and caching rule the session was given
+    /// ([`Session::with_pricing`]; [`Pricing::compaction_point`], with the conversation's own
+    /// growth per turn since the last compaction). Defaults to true; false (or no prices)
+    /// compacts at the mark.
+    pub weigh_cache_misses: bool,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { high_water: 1.0, low_water: 0.6, max_conversations: 1024, cache_breakpoints: false }
+        Settings {
+            high_water: 1.0,
+            low_water: 0.6,
+            max_conversations: 1024,
+            cache_breakpoints: false,
+            weigh_cache_misses: true,
+        }
     }
 }
 
@@ -92,6 +107,11 @@ impl Settings {
     /// The same settings with other marks.
     pub fn with_marks(self, low_water: f64, high_water: f64) -> Settings {
         Settings { low_water, high_water, ..self }
+    }
+
+    /// The same settings, weighing cache misses between the marks or not.
+    pub fn with_weigh_cache_misses(self, weigh_cache_misses: bool) -> Settings {
+        Settings { weigh_cache_misses, ..self }
     }
 
     /// The same settings, placing Anthropic cache breakpoints or not.
@@ -166,6 +186,7 @@ pub struct Session {
     settings: Settings,
     store: Arc<dyn Store>,
     trace: Option<Arc<dyn Trace>>,
+    pricing: Option<Pricing>,
     state: Mutex<State>,
 }
 
@@ -182,7 +203,15 @@ impl Session {
     /// A session fitting to `target` with `policy`, its checkpoints in `store`, with the
     /// default [`Settings`].
     pub fn new(target: Target, policy: Policy, store: Arc<dyn Store>) -> Session {
-        Session { target, policy, settings: Settings::default(), store, trace: None, state: Mutex::default() }
+        Session {
+            target,
+            policy,
+            settings: Settings::default(),
+            store,
+            trace: None,
+            pricing: None,
+            state: Mutex::default(),
+        }
     }
 
     /// The same session with `settings` (checked).
@@ -196,6 +225,13 @@ impl Session {
     /// (instead of the line saying how many went).
     pub fn with_trace(mut self, trace: Arc<dyn Trace>) -> Session {
         self.trace = Some(trace);
+        self
+    }
+
+    /// The same session weighing the cache misses of a compaction by `pricing` (the model's
+    /// prices and its provider's caching rule: [`Pricing::of`]).
+    pub fn with_pricing(mut self, pricing: Pricing) -> Session {
+        self.pricing = Some(pricing);
         self
     }
 
@@ -266,7 +302,9 @@ impl Session {
             if let Ok(mut fitted) =
                 state.fitter.run_with(conversation, counter, Some(&replay), &options, services)
             {
-                if fitted.report.compressed_token_count <= high {
+                let tokens = fitted.report.compressed_token_count;
+                if tokens <= high || (tokens <= budget && self.worth_waiting(&decision, tokens, conversation))
+                {
                     fitted.report.session = Some(info(decision.epoch, false));
                     self.mark_breakpoints(&mut fitted, conversation);
                     // the whole decision is remembered, as the store holds it, not the part
@@ -299,6 +337,21 @@ impl Session {
         state.remember(key, decided, self.settings.max_conversations);
         self.mark_breakpoints(&mut fitted, conversation);
         Ok(fitted)
+    }
+
+    /// Whether a turn past the high-water mark (within the budget) should wait for its
+    /// compaction: the cost model's best compaction point lies beyond it. The growth per turn
+    /// is measured on the history itself (tokens since the last compaction over the turns
+    /// since), so that a session reopened in another process decides alike.
+    fn worth_waiting(&self, decision: &Decision, tokens: usize, conversation: &Conversation) -> bool {
+        let Some(pricing) = self.pricing.as_ref().filter(|_| self.settings.weigh_cache_misses) else {
+            return false;
+        };
+        let since = conversation.messages.get(decision.frozen()..).unwrap_or_default();
+        let turns = turn_ends(since).len().max(1);
+        let growth = tokens.saturating_sub(decision.tokens) as f64 / turns as f64;
+        let aim = (self.target.budget as f64 * self.settings.low_water) as usize;
+        (tokens as f64) < pricing.compaction_point(aim, growth)
     }
 
     /// Marks Anthropic cache breakpoints when the settings ask for them (after the decision
@@ -343,7 +396,7 @@ impl Session {
                 StoreErrorKind::Version,
                 self.store.describe(),
                 format!(
-                    "the checkpoint of conversation {key} has version {version}; this build reads version {CHECKPOINT_VERSION}"
+                    "the checkpoint of conversation {key} has version {version}; this build reads versions 1 to {CHECKPOINT_VERSION}"
                 ),
             )),
         }

@@ -13,7 +13,6 @@
 //! The engine part replays and prices; the command line (`tightfit simulate`) reads files,
 //! draws the table and the SVG.
 
-pub mod bill;
 mod policy;
 
 use std::borrow::Cow;
@@ -22,7 +21,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-pub use bill::{Bill, CacheRule, Pricing, Shared};
+/// What a provider bills (the prices and caching rules also steer a session's compactions).
+pub use crate::pricing as bill;
+pub use crate::pricing::{Bill, CacheRule, Pricing, Shared};
 pub use policy::{Peer, PolicySpec, PEERS};
 
 use crate::fit::{FitError, Target};
@@ -160,7 +161,7 @@ pub fn run(
     let fixed =
         conversation.tools.as_deref().map_or(0, |t| counter.tools_tokens(t)) + counter.priming_tokens();
     let tools = conversation.tools.as_deref().map_or(0, |t| counter.tools_tokens(t));
-    let mut running = policy.start(target, average)?;
+    let mut running = policy.start(target, pricing, average)?;
 
     let mut grown =
         Conversation { messages: Vec::with_capacity(conversation.messages.len()), ..conversation.clone() };

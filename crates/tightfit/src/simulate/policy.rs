@@ -19,6 +19,7 @@ use crate::fit::{FitError, Fitted, Fitter, RunOptions, Target};
 use crate::format::Conversation;
 use crate::message::{Message, Part};
 use crate::pipeline::Pipeline;
+use crate::pricing::Pricing;
 use crate::session::{MemoryStore, Policy as SessionPolicy, Session};
 use crate::steps::{ConfigError, TRACE_PREFIX};
 use crate::tokens::CountCache;
@@ -135,20 +136,20 @@ impl PolicySpec {
     }
 
     /// Starts the policy for one stream. `average_message_tokens` sizes the peers that count
-    /// messages.
+    /// messages; sessions weigh cache misses by `pricing`.
     pub(crate) fn start(
         &self,
         target: &Target,
+        pricing: &Pricing,
         average_message_tokens: usize,
     ) -> Result<Running, ConfigError> {
         let budget = target.budget;
         let messages = (budget / average_message_tokens.max(1)).max(4);
         Ok(match self {
-            PolicySpec::Session(preset) => Running::Session(Box::new(Session::new(
-                target.clone(),
-                SessionPolicy::by_name(preset)?,
-                Arc::new(MemoryStore::new()),
-            ))),
+            PolicySpec::Session(preset) => Running::Session(Box::new(
+                Session::new(target.clone(), SessionPolicy::by_name(preset)?, Arc::new(MemoryStore::new()))
+                    .with_pricing(pricing.clone()),
+            )),
             PolicySpec::Fit => Running::Fit(Fitter::new()),
             PolicySpec::Hysteresis(share) => Running::Hysteresis {
                 share: *share,

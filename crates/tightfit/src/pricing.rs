@@ -14,7 +14,9 @@
 //!   for the 5-minute TTL). Prompts under 1,024 tokens are not cached.
 //!
 //! Prices come from the model registry, in US dollars per million tokens. Only input is
-//! priced: the output is the model's and the same whatever the policy.
+//! priced: the output is the model's and the same whatever the policy. `simulate` bills with
+//! them; a [`Session`](crate::session::Session) asks them when a compaction is worth its
+//! cache misses ([`Pricing::compaction_point`]).
 
 use crate::models::{ModelInfo, Prices};
 
@@ -70,6 +72,44 @@ impl Pricing {
             CacheRule::AutomaticPrefix => 0.0,
         });
         Some(Pricing { rule, input, cached_input: cached_input.unwrap_or(input), cache_write })
+    }
+
+    /// What a token costs when a compaction makes the provider send it again uncached
+    /// (and write it, where writes are billed) instead of reading it from the cache.
+    pub fn miss_per_token(&self) -> f64 {
+        let uncached = match self.rule {
+            CacheRule::Breakpoints => self.cache_write.max(self.input),
+            CacheRule::AutomaticPrefix => self.input,
+        };
+        (uncached - self.cached_input).max(0.0) / 1e6
+    }
+
+    /// The request size, in tokens, at which a conversation that grows by `growth` tokens a
+    /// turn and compacts down to `aim` tokens costs the least per turn in the long run.
+    ///
+    /// A compaction sends the `aim` tokens it keeps again, uncached (the miss); between two
+    /// compactions every request reads what it shares with the one before from the cache, so
+    /// a turn costs the cached price of the request. Compacting at `T`, an epoch lasts
+    /// `(T - aim) / growth` turns, and
+    ///
+    /// ```text
+    /// $/turn(T) = miss * aim * growth / (T - aim) + cached * (aim + T) / 2 + (the new tokens)
+    /// ```
+    ///
+    /// is lowest at `T* = aim + sqrt(2 * miss * aim * growth / cached)`. Infinite when cached
+    /// tokens are free (wait as long as the budget allows); `aim` when a miss costs nothing
+    /// (no discount to lose). It counts the whole `aim` as missed, where the head a compaction
+    /// keeps stays cached: it errs toward compacting later.
+    pub fn compaction_point(&self, aim: usize, growth: f64) -> f64 {
+        let miss = self.miss_per_token();
+        let cached = self.cached_input / 1e6;
+        if miss <= 0.0 || growth <= 0.0 {
+            return aim as f64;
+        }
+        if cached <= 0.0 {
+            return f64::INFINITY;
+        }
+        aim as f64 + (2.0 * miss * aim as f64 * growth / cached).sqrt()
     }
 
     /// What one request costs, and the tokens read from and written to the cache.
@@ -145,6 +185,23 @@ mod tests {
         let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 1000, system: 0 });
         assert_eq!(bill.read, 0);
         assert!((bill.dollars - 5000.0 * 3.0 / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_compaction_waits_longer_where_cached_tokens_are_cheaper_than_misses() {
+        let anthropic = pricing(CacheRule::Breakpoints);
+        let openai =
+            Pricing { rule: CacheRule::AutomaticPrefix, input: 2.5, cached_input: 1.25, cache_write: 0.0 };
+        // T* = aim + sqrt(2 * miss * aim * growth / cached)
+        let expected = 20_000.0 + (2.0 * 3.45 * 20_000.0 * 500.0 / 0.3f64).sqrt();
+        assert!((anthropic.compaction_point(20_000, 500.0) - expected).abs() < 1e-6);
+        assert!((openai.compaction_point(20_000, 500.0) - (20_000.0 + 20_000_000f64.sqrt())).abs() < 1e-6);
+        // faster growth: compact later (an epoch would be short)
+        assert!(openai.compaction_point(20_000, 2_000.0) > openai.compaction_point(20_000, 500.0));
+        let free_cache = Pricing { cached_input: 0.0, ..openai.clone() };
+        assert_eq!(free_cache.compaction_point(20_000, 500.0), f64::INFINITY);
+        let no_discount = Pricing { cached_input: 2.5, ..openai };
+        assert_eq!(no_discount.compaction_point(20_000, 500.0), 20_000.0);
     }
 
     #[test]
