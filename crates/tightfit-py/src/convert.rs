@@ -18,7 +18,7 @@ use serde_json::{Map, Number, Value};
 
 /// How deep data may nest: the limit `serde_json` applies when it reads text, so a history
 /// the command line can read is a history Python can pass, and no input can exhaust the stack.
-const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 enum Segment {
     Key(String),
@@ -149,6 +149,12 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
 /// Reads Python data (dicts, lists, tuples, strings, numbers, booleans, `None`) as JSON.
 pub(crate) fn to_value(obj: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
     walk(obj, 0)
+}
+
+/// [`to_value`] of a value that sits `depth` levels down (an item of a list is at depth 1),
+/// so that the nesting limit is the one the whole would have.
+pub(crate) fn to_value_at(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
+    walk(obj, depth)
 }
 
 /// Writes JSON as Python data: objects become dicts (key order kept), arrays lists.

@@ -24,11 +24,8 @@ use tightfit::format::{message_verdict, parse_message, Format};
 use tightfit::Message;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::convert::to_value;
+use crate::convert::{to_value_at, MAX_DEPTH};
 use crate::errors::Failure;
-
-/// How deep a dict may nest before hashing gives up (the full read then says what is wrong).
-const MAX_DEPTH: usize = 128;
 
 /// A message read before: the message, the format it was read in, and what it said about
 /// the list's format.
@@ -78,7 +75,8 @@ impl ReadMemo {
         let mut hashes = Vec::with_capacity(items.len());
         for item in &items {
             let mut hasher = Xxh3::new();
-            if hash(item, 0, &mut hasher).is_err() {
+            // an item of the list sits one level down, as in the full read
+            if hash(item, 1, &mut hasher).is_err() {
                 return Ok(None);
             }
             hashes.push(hasher.digest128());
@@ -88,7 +86,7 @@ impl ReadMemo {
             match self.by_hash.get_mut(hash).and_then(Vec::pop) {
                 Some(known) => read.push(Item::Known(known)),
                 None => {
-                    let value = to_value(item).map_err(|e| Failure::Format {
+                    let value = to_value_at(item, 1).map_err(|e| Failure::Format {
                         path: e.path(&format!("messages[{i}]")),
                         reason: e.reason.clone(),
                     })?;
@@ -158,9 +156,10 @@ impl MemoRead {
     }
 }
 
-/// Feeds `obj`'s JSON data into `hasher`, tagged so that two different values never write the
-/// same bytes; `Err` for anything that is not JSON data or nests too deep. Accepts what
-/// [`to_value`] accepts, in the same order of checks.
+/// Feeds `obj`'s JSON data into `hasher`, tagged and length-prefixed so that two different
+/// values never write the same bytes; `Err` for anything that is not JSON data or nests too
+/// deep. Checks types in the order [`to_value_at`] does; it lets non-finite floats through,
+/// which the conversion of a new message then refuses, naming where they sit.
 fn hash(obj: &Bound<'_, PyAny>, depth: usize, hasher: &mut Xxh3) -> Result<(), ()> {
     if depth > MAX_DEPTH {
         return Err(());

@@ -162,8 +162,9 @@ impl PySession {
         let session = &self.inner;
         let format = format_arg(format, "format")?;
         // the messages of the previous call, taken back where the caller's dicts hash alike
-        let memo = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()))
-            .read(messages, format)?;
+        // taken in a statement of its own: the lock is not held while Python data is read
+        let mut taken = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()));
+        let memo = taken.read(messages, format)?;
         let (report, plan) = match memo {
             Some(read) => {
                 let tools = tools_value(tools)?;

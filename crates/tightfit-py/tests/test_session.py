@@ -437,8 +437,9 @@ def test_a_bad_value_in_a_new_message_names_where_it_is(value: object) -> None:
 
 def test_between_the_marks_a_compaction_waits_while_it_would_cost_more_than_it_saves() -> None:
     """At Anthropic's prices a cached token costs a tenth of a miss, so past a lowered high-water
-    mark the session keeps extending the request (to the budget at most); told not to weigh the
-    misses, it compacts at the mark."""
+    mark a session that marks its requests for the cache keeps extending them (to the budget at
+    most); told not to weigh the misses, or with nothing cached (no marks), it compacts at the
+    mark."""
     messages = run(0)
     budget = 6_000
 
@@ -450,11 +451,36 @@ def test_between_the_marks_a_compaction_waits_while_it_would_cost_more_than_it_s
             compactions += result.report.session.compacted
         return sizes, compactions
 
-    marks = {"budget": budget, "high_water": 0.7, "low_water": 0.5}
+    marks = {"budget": budget, "high_water": 0.7, "low_water": 0.5, "cache_breakpoints": True}
     weighed = tightfit.Session("claude-sonnet-4-5", **marks)
     at_mark = tightfit.Session("claude-sonnet-4-5", weigh_cache_misses=False, **marks)
+    uncached = tightfit.Session("claude-sonnet-4-5", **{**marks, "cache_breakpoints": False})
     assert (weighed.weigh_cache_misses, at_mark.weigh_cache_misses) == (True, False)
     waited, waited_compactions = requests(weighed)
     marked, marked_compactions = requests(at_mark)
     assert max(marked) <= 0.7 * budget < max(waited) <= budget
     assert waited_compactions < marked_compactions
+    assert requests(uncached) == (marked, marked_compactions)
+
+
+def test_nesting_is_bounded_as_for_a_stateless_fit() -> None:
+    """Reading only the new dicts keeps the nesting limit of reading the whole list."""
+
+    def message(depth: int) -> dict[str, Any]:
+        deep: object = "bottom"
+        for _ in range(depth):
+            deep = [deep]
+        return {"role": "user", "content": "x", "extra": deep}
+
+    def accepted(call: Any, depth: int) -> bool:
+        try:
+            call([message(depth)])
+        except tightfit.FormatError as e:
+            assert "nested deeper than" in str(e)
+            return False
+        return True
+
+    limit = next(d for d in range(120, 140) if not accepted(lambda m: tightfit.count(m, MODEL), d))
+    session = tightfit.Session(MODEL, budget=10_000)
+    assert accepted(session.fit, limit - 1)
+    assert not accepted(session.fit, limit)

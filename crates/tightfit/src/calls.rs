@@ -131,9 +131,10 @@ pub(crate) fn result_keys(
 }
 
 /// Up to this many calls, a step's open calls are found by scanning them.
-const SCANNED: usize = 8;
+pub(crate) const SCANNED: usize = 8;
 
-/// The calls of one step still waiting for results, in call order, looked up by key in O(1).
+/// The calls of one step still waiting for results, in call order, looked up by key in O(1)
+/// (a scan of at most [`SCANNED`] slots for a step of a few calls).
 ///
 /// Each call has a slot; [`first_open`](OpenCalls::first_open) finds the earliest open slot
 /// under a key (a repeated id is answered call by call, in order) and
@@ -358,6 +359,23 @@ mod tests {
 
     #[test]
     fn open_calls_answer_in_any_order_and_a_repeated_id_call_by_call() {
+        // a few calls are scanned, many are looked up in the maps: both answer alike
+        let padding = ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8"];
+        for extra in [&[][..], &padding[..]] {
+            let mut open = OpenCalls::new(["a", "b", "a", "c"].into_iter().chain(extra.iter().copied()));
+            assert_eq!(open.first_open(&"c"), Some(3));
+            open.close(3);
+            assert_eq!(open.first_open(&"a"), Some(0));
+            open.close(0);
+            assert_eq!(open.first_open(&"a"), Some(2));
+            open.close(2);
+            assert_eq!(open.first_open(&"a"), None);
+            for slot in 4..4 + extra.len() {
+                assert_eq!(open.first_open(&extra[slot - 4]), Some(slot));
+                open.close(slot);
+            }
+            assert_eq!(open.remaining().copied().collect::<Vec<_>>(), ["b"]);
+        }
         let mut open = OpenCalls::new(["a", "b", "a", "c"]);
         assert_eq!(open.first_open(&"c"), Some(3));
         open.close(3);

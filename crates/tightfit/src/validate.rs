@@ -18,7 +18,7 @@ use foldhash::HashSet;
 use std::borrow::Borrow;
 use std::fmt;
 
-use crate::calls::OpenCalls;
+use crate::calls::{OpenCalls, SCANNED};
 use crate::format::Format;
 use crate::message::{Message, Part, Role};
 
@@ -141,11 +141,11 @@ fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
 /// The ids of a message's calls; a second call with the same id is reported.
 fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
     let mut ids: Vec<&str> = Vec::new();
-    // a set only for many calls: a step's few ids are compared directly
+    // a set only for many calls: a step's few ids are compared directly, as `OpenCalls` does
     let mut seen: HashSet<&str> = HashSet::default();
     for call in message.tool_calls() {
         let id = call.id.as_deref().unwrap_or(call.name.as_str());
-        let new = if ids.len() < 8 {
+        let new = if ids.len() < SCANNED {
             !ids.contains(&id)
         } else {
             if seen.is_empty() {

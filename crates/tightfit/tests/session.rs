@@ -143,8 +143,10 @@ fn between_the_marks_a_compaction_waits_until_it_pays_for_its_cache_misses() {
     let price = |model: &str| Pricing::of(registry.lookup(model).unwrap()).unwrap();
     let budget = 8_000;
     let high = budget * 7 / 10;
+    // Anthropic caches only where requests are marked: these sessions mark them (the marks
+    // go on Anthropic requests only, so these OpenAI-shaped requests come out alike)
     let session = |pricing: Option<Pricing>, store: &Arc<dyn Store>| {
-        let settings = Settings::default().with_marks(0.5, 0.7);
+        let settings = Settings::default().with_marks(0.5, 0.7).with_cache_breakpoints(true);
         let session = Session::new(target("gpt-4o", budget), Policy::cache(), Arc::clone(store))
             .with_settings(settings)
             .unwrap();
@@ -163,6 +165,12 @@ fn between_the_marks_a_compaction_waits_until_it_pays_for_its_cache_misses() {
         waited += weighed.tokens.iter().filter(|&&t| t > high).count();
         weighed_compactions += weighed.compactions;
         marked_compactions += marked.compactions;
+        // Anthropic's prices but no marks: nothing is cached, nothing to lose
+        let unmarked = Session::new(target("gpt-4o", budget), Policy::cache(), fresh())
+            .with_settings(Settings::default().with_marks(0.5, 0.7))
+            .unwrap()
+            .with_pricing(price("claude-sonnet-4-5"));
+        assert_eq!(agent_loop(&unmarked, &conversation).requests, marked.requests);
         // no discount for cached tokens: nothing to lose, compact at the mark
         let mut flat = price("gpt-4o");
         flat.cached_input = flat.input;

@@ -79,6 +79,11 @@ fn markable(part: &mut Part) -> Option<&mut Extra> {
     }
 }
 
+/// Whether any of `messages` carries a `cache_control` mark of the caller's.
+pub(crate) fn carries_marks(messages: &[Message]) -> bool {
+    messages.iter().any(has_cache_control)
+}
+
 fn has_cache_control(message: &Message) -> bool {
     message.parts.iter().any(|part| match part {
         Part::Text(p) => p.extra.contains_key("cache_control"),

@@ -9,7 +9,7 @@
 //!
 //! Serialized as a JSON checkpoint for a [`Store`](super::Store): `{"tightfit_session": 2,
 //! "epoch", "format", "tokens", "fingerprints" (hex, 32 characters per message), "entries"}`
-//! (version 1 had no `tokens`; it is read as 0), where an
+//! (version 1 had no `tokens`; the cost model then takes the aim for it), where an
 //! entry is `{"keep": [start, end]}` (a run of input messages), `{"replace": i, "kind",
 //! "detail", "message"}` or `{"insert": message, "detail"}`, messages in the wire format.
 
@@ -23,7 +23,7 @@ use crate::format::{messages_to_value, parse_messages, Format};
 use crate::message::Message;
 use crate::plan::{ChangeKind, UnitAction};
 
-/// The version of the checkpoint format this build writes and reads.
+/// The version of the checkpoint format this build writes (it reads this one and version 1).
 pub const CHECKPOINT_VERSION: u64 = 2;
 
 /// One message of a decision's output.
@@ -42,9 +42,9 @@ pub(crate) enum Entry {
 pub(crate) struct Decision {
     /// 0 before the first compaction, one more at each.
     pub(crate) epoch: u64,
-    /// The tokens of the compaction's output (0 before the first): what the conversation has
-    /// grown from since, for the cost model.
-    pub(crate) tokens: usize,
+    /// The tokens of the compaction's output (0 before the first; `None` from a version-1
+    /// checkpoint): what the conversation has grown from since, for the cost model.
+    pub(crate) tokens: Option<usize>,
     /// The fingerprints of the input messages the decision covers.
     pub(crate) fingerprints: Vec<u128>,
     /// The output for those messages, in order.
@@ -54,7 +54,7 @@ pub(crate) struct Decision {
 impl Decision {
     /// The decision before any compaction: nothing covered, everything sent as it comes.
     pub(crate) fn initial() -> Decision {
-        Decision { epoch: 0, tokens: 0, fingerprints: Vec::new(), entries: Vec::new() }
+        Decision { epoch: 0, tokens: Some(0), fingerprints: Vec::new(), entries: Vec::new() }
     }
 
     /// The number of input messages covered.
@@ -96,7 +96,7 @@ impl Decision {
                 },
             })
             .collect();
-        Decision { epoch, tokens: fitted.report.compressed_token_count, fingerprints, entries }
+        Decision { epoch, tokens: Some(fitted.report.compressed_token_count), fingerprints, entries }
     }
 
     /// The part of this decision that still applies to a conversation whose messages have
@@ -263,8 +263,8 @@ fn write_one(message: &Message, format: Format) -> Value {
 struct Checkpoint {
     tightfit_session: u64,
     epoch: u64,
-    #[serde(default)]
-    tokens: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tokens: Option<usize>,
     format: String,
     fingerprints: String,
     entries: Vec<CheckpointEntry>,

@@ -11,7 +11,9 @@
 //! - when it would cross the mark, the policy **compacts** once, down to the **low-water mark**
 //!   (the `cache` policy: lossless steps, then one [`Compact`](crate::steps::Compact) cut that
 //!   keeps a fixed head and the newest units from a grid point, with a trace between), and
-//!   that decision is replayed until the next compaction.
+//!   that decision is replayed until the next compaction. With the mark below the budget and
+//!   the model's prices given, a turn past the mark may wait (up to the budget) while the
+//!   compaction would cost more in cache misses than it saves ([`Settings::weigh_cache_misses`]).
 //!
 //! Messages are recognised by content hash, so a framework that rebuilds its message dicts
 //! every turn is still recognised. A history that does not extend the previous one (an edit,
@@ -56,7 +58,7 @@ use crate::format::{Conversation, Format};
 use crate::message::Role;
 use crate::pipeline::Pipeline;
 use crate::presets;
-use crate::pricing::Pricing;
+use crate::pricing::{CacheRule, Pricing};
 use crate::report::SessionInfo;
 use crate::steps::{ConfigError, Trace};
 use crate::tokens::message_fingerprint;
@@ -86,8 +88,9 @@ pub struct Settings {
     /// Between the high-water mark and the budget, compact only once a compaction pays for
     /// the cache misses it causes, by the prices and caching rule the session was given
     /// ([`Session::with_pricing`]; [`Pricing::compaction_point`], with the conversation's own
-    /// growth per turn since the last compaction). Defaults to true; false (or no prices)
-    /// compacts at the mark.
+    /// growth per turn since the last compaction). Defaults to true; false, or a session
+    /// without prices, compacts at the mark. (A Rust `Session` has prices only when given
+    /// them; Python's `tightfit.Session` takes the model's from the registry.)
     pub weigh_cache_misses: bool,
 }
 
@@ -283,6 +286,7 @@ impl Session {
         let decision = self.decision_of(&mut state, &key)?;
         let budget = self.target.budget;
         let high = (budget as f64 * self.settings.high_water) as usize;
+        let aim = (budget as f64 * self.settings.low_water) as usize;
         let mut options = RunOptions::fit(budget).with_window(self.target.window);
         options.provider = self.target.provider;
         let info = |epoch, compacted| SessionInfo {
@@ -294,8 +298,9 @@ impl Session {
         let counter = &self.target.counter;
         // the turn as the current decision leaves it
         if let Some(applying) = decision.still_applying(&fingerprints) {
+            let applying = Arc::new(applying.into_owned());
             let replay = Pipeline::builder()
-                .step(Replay { decision: Arc::new(applying.into_owned()) })
+                .step(Replay { decision: Arc::clone(&applying) })
                 .build()
                 .expect("a replay has nothing to check");
             let services = Services::default().with_fingerprints(&fingerprints);
@@ -303,7 +308,8 @@ impl Session {
                 state.fitter.run_with(conversation, counter, Some(&replay), &options, services)
             {
                 let tokens = fitted.report.compressed_token_count;
-                if tokens <= high || (tokens <= budget && self.worth_waiting(&decision, tokens, conversation))
+                if tokens <= high
+                    || (tokens <= budget && self.worth_waiting(&applying, tokens, aim, conversation))
                 {
                     fitted.report.session = Some(info(decision.epoch, false));
                     self.mark_breakpoints(&mut fitted, conversation);
@@ -317,7 +323,6 @@ impl Session {
             }
         }
         // a compaction: the policy cuts down to the low-water mark
-        let aim = (budget as f64 * self.settings.low_water) as usize;
         let mut services = Services::default().with_fingerprints(&fingerprints);
         if let Some(trace) = &self.trace {
             services = services.with_trace(trace.as_ref());
@@ -340,17 +345,32 @@ impl Session {
     }
 
     /// Whether a turn past the high-water mark (within the budget) should wait for its
-    /// compaction: the cost model's best compaction point lies beyond it. The growth per turn
-    /// is measured on the history itself (tokens since the last compaction over the turns
-    /// since), so that a session reopened in another process decides alike.
-    fn worth_waiting(&self, decision: &Decision, tokens: usize, conversation: &Conversation) -> bool {
+    /// compaction, `decision` applying to it: the cost model's best compaction point lies
+    /// beyond it. The growth per turn is measured on the history itself (tokens since the
+    /// compaction over the turns since; a checkpoint of version 1 did not keep the
+    /// compaction's tokens: the aim stands in), so that a session reopened in another process
+    /// decides alike. Where caching needs marks (Anthropic), it weighs misses only when the
+    /// session places marks or the caller's messages carry some: else nothing is cached, and
+    /// there is nothing to lose.
+    fn worth_waiting(
+        &self,
+        decision: &Decision,
+        tokens: usize,
+        aim: usize,
+        conversation: &Conversation,
+    ) -> bool {
         let Some(pricing) = self.pricing.as_ref().filter(|_| self.settings.weigh_cache_misses) else {
             return false;
         };
+        if pricing.rule == CacheRule::Breakpoints
+            && !self.settings.cache_breakpoints
+            && !breakpoints::carries_marks(&conversation.messages)
+        {
+            return false;
+        }
         let since = conversation.messages.get(decision.frozen()..).unwrap_or_default();
         let turns = turn_ends(since).len().max(1);
-        let growth = tokens.saturating_sub(decision.tokens) as f64 / turns as f64;
-        let aim = (self.target.budget as f64 * self.settings.low_water) as usize;
+        let growth = tokens.saturating_sub(decision.tokens.unwrap_or(aim)) as f64 / turns as f64;
         (tokens as f64) < pricing.compaction_point(aim, growth)
     }
 
