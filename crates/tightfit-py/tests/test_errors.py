@@ -142,3 +142,19 @@ def test_invalid_history_lists_the_violations() -> None:
     assert e.provider == "openai"
     assert [(v.index, v.rule) for v in e.violations] == [(1, "unsupported_role")]
     assert str(e).startswith("the fitted history is not valid for openai: messages[1]:")
+
+
+def test_a_format_not_read_yet_is_named_not_counted_as_nothing() -> None:
+    gemini = [{"role": "user", "parts": [{"text": "word " * 2_000}]}]
+    with pytest.raises(tightfit.FormatError, match="Gemini") as info:
+        tightfit.count(gemini)
+    assert info.value.index == 0
+    responses = [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+    ]
+    with pytest.raises(tightfit.FormatError, match="Responses API") as info:
+        tightfit.fit(responses, "gpt-4o")
+    assert info.value.index == 1
+    with pytest.raises(tightfit.FormatError, match="Gemini"):
+        tightfit.Session("gpt-4o").fit(gemini)

@@ -17,6 +17,43 @@ fn malformed_json_names_line_and_column() {
 }
 
 #[test]
+fn formats_not_read_yet_are_named_never_counted_as_nothing() {
+    // a Gemini history: 2,000 words in `parts` would count as a few tokens if read as OpenAI
+    let words = "word ".repeat(2_000);
+    let gemini = format!(
+        r#"[{{"role": "user", "parts": [{{"text": "{words}"}}]}}, {{"role": "model", "parts": [{{"text": "ok"}}]}}]"#
+    );
+    let message = error(&gemini);
+    assert!(message.starts_with("messages[0]: this is a Gemini `contents` entry"), "{message}");
+    let later = r#"[{"role": "user", "content": "hi"}, {"role": "model", "parts": [{"text": "ok"}]}]"#;
+    assert!(error(later).starts_with("messages[1]: this is a Gemini"), "{}", error(later));
+    let body = r#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}"#;
+    assert!(error(body).starts_with("$: this is a Gemini request (`contents`)"), "{}", error(body));
+    // OpenAI Responses API items: a call and its output have no role
+    let responses = r#"[{"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "42"}]"#;
+    let message = error(responses);
+    assert!(
+        message.starts_with(
+            r#"messages[1]: this is an OpenAI Responses API input item (`"type": "function_call"`)"#
+        ),
+        "{message}"
+    );
+    let body = r#"{"model": "gpt-4o", "input": [{"role": "user", "content": "hi"}]}"#;
+    assert!(
+        error(body).starts_with("$: this is an OpenAI Responses API request (`input`)"),
+        "{}",
+        error(body)
+    );
+    // the same refusal when the format is given
+    for format in [format::Format::OpenAi, format::Format::Anthropic] {
+        let read = format::parse_str(&gemini, FormatHint::Exactly(format)).unwrap_err().to_string();
+        assert!(read.contains("Gemini"), "{format:?}: {read}");
+    }
+}
+
+#[test]
 fn wrong_shapes_name_the_path() {
     let arguments = r#"{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": null,
         "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]}]}"#;

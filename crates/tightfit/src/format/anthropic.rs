@@ -12,6 +12,7 @@ use super::common::{
     extend_missing, read_block_content, read_request_fields, write_block, write_block_content,
 };
 use super::content::take_tools;
+use super::foreign;
 use super::path::{array, object, string, take, take_non_null, Path};
 use super::{Conversation, Format, FormatError};
 use crate::message::{ContentForm, Extra, Message, Role, Tool, ToolStyle};
@@ -39,7 +40,7 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
                 });
             }
             let Some(list) = take(&mut map, "messages") else {
-                return Err(root.error("expected a list of messages or an object with `messages`"));
+                return Err(foreign::missing_messages(&map, &root));
             };
             let at = root.key("messages");
             messages.extend(read_messages(array(list, &at)?, &at, false)?);
@@ -65,6 +66,7 @@ fn read_messages(items: Vec<Value>, at: &Path, allow_system: bool) -> Result<Vec
 /// body has its system prompt in the top-level `system` field).
 pub(super) fn read_message(item: Value, at: &Path, allow_system: bool) -> Result<Message, FormatError> {
     let map = object(item, at)?;
+    foreign::refuse_message(&map, at)?;
     let mut role = None;
     let mut content = None;
     let mut extra = Extra::new();

@@ -13,6 +13,7 @@ mod common;
 mod content;
 mod convert;
 mod detect;
+mod foreign;
 mod openai;
 pub(crate) mod path;
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::common::{extend_missing, read_part, read_request_fields, write_part};
 use super::content::{self, take_tools, write_content};
+use super::foreign;
 use super::path::{array, object, string, take, take_optional_string, Path};
 use super::{Conversation, Format, FormatError};
 use crate::message::{
@@ -30,7 +31,7 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
         Value::Object(mut map) => {
             let root = Path::root("");
             let Some(messages) = take(&mut map, "messages") else {
-                return Err(root.error("expected a list of messages or an object with `messages`"));
+                return Err(foreign::missing_messages(&map, &root));
             };
             let messages = read_messages(array(messages, &root.key("messages"))?, &root.key("messages"))?;
             let tools = take_tools(&mut map, &root, read_tools)?;
@@ -47,6 +48,7 @@ pub(super) fn read_messages(items: Vec<Value>, at: &Path) -> Result<Vec<Message>
 
 pub(super) fn read_message(value: Value, at: &Path) -> Result<Message, FormatError> {
     let map = object(value, at)?;
+    foreign::refuse_message(&map, at)?;
     let mut role = None;
     let mut content = None;
     let mut name = None;
