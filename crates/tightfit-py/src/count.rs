@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use tightfit::models::Registry;
 use tightfit::tokens::ChatCounter;
 
+use crate::args;
 use crate::errors::{guard, Failure};
 use crate::input::RawInput;
 
@@ -54,18 +55,19 @@ impl PyCount {
 
 /// Counts `messages` (and `tools`) for `model`. Costs one tokenizer pass over the text.
 #[pyfunction]
-#[pyo3(signature = (messages, model = "gpt-4o", *, tools = None, format = None))]
+#[pyo3(signature = (messages, model, *, tools = None, format = None))]
 pub(crate) fn count(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-    model: &str,
+    model: &Bound<'_, PyAny>,
     tools: Option<&Bound<'_, PyAny>>,
     format: Option<&str>,
 ) -> PyResult<PyCount> {
-    let raw = RawInput::read(messages, tools, format)?;
+    let model = args::model(model)?;
+    let raw = RawInput::read(&args::messages(messages)?, tools, format)?;
     let counted = py.detach(|| {
         guard(|| {
-            let model = Registry::embedded().lookup(model)?;
+            let model = Registry::embedded().lookup(&model)?;
             let conversation = raw.parse()?;
             let counter = ChatCounter::for_family(model.tokenizer);
             let count = counter.count(&conversation.messages, conversation.tools.as_deref());

@@ -10,6 +10,7 @@ use tightfit::fit::{Fitter, Target};
 use tightfit::models::Registry;
 use tightfit::{Plan, Report};
 
+use crate::args;
 use crate::convert::to_python;
 use crate::errors::{guard, Failure};
 use crate::input::RawInput;
@@ -89,29 +90,33 @@ impl PyFitter {
     /// validate and the JSON of the changed messages (GIL released: other Python threads
     /// run), then one dict built per changed message (GIL held). Unchanged messages are not
     /// copied back.
-    #[pyo3(signature = (messages, model = "gpt-4o", *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
+    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         &self,
         py: Python<'_>,
         messages: &Bound<'_, PyAny>,
-        model: &str,
-        budget: Option<usize>,
+        model: &Bound<'_, PyAny>,
+        budget: Option<&Bound<'_, PyAny>>,
         pipeline: Option<&Bound<'_, PyPipeline>>,
         tools: Option<&Bound<'_, PyAny>>,
-        reserve_output: Option<u64>,
+        reserve_output: Option<&Bound<'_, PyAny>>,
         format: Option<&str>,
     ) -> PyResult<FitResult> {
+        let model = args::model(model)?;
+        let budget = args::tokens(budget, "budget", 1)?;
+        let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
+        let messages = &args::messages(messages)?;
         let raw = RawInput::read(messages, tools, format)?;
         let pipeline = pipeline.map(|p| p.get().inner.clone());
         let fitter = &self.inner;
         let (report, plan) = py.detach(|| {
             guard(|| {
-                let model = Registry::embedded().lookup(model)?;
+                let model = Registry::embedded().lookup(&model)?;
                 let conversation = raw.parse()?;
                 let mut target = Target::for_model(model, reserve_output);
                 if let Some(budget) = budget {
-                    target = target.with_budget(budget);
+                    target = target.with_budget(budget as usize);
                 }
                 // the lock is taken with the GIL released, so a thread waiting for it never
                 // holds what the holder needs; a panic mid-fit leaves counts that may be half

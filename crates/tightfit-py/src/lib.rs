@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod args;
 mod compat;
 mod convert;
 mod count;

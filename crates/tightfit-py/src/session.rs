@@ -16,6 +16,7 @@ use tightfit::steps::ConfigError;
 use tightfit::Conversation;
 use tightfit_store::SqliteStore;
 
+use crate::args;
 use crate::errors::{guard, Failure};
 use crate::fit::FitResult;
 use crate::input::{format_arg, parse_tools, tools_value, RawInput};
@@ -103,25 +104,28 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model = "gpt-4o", *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true))]
+    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        model: &str,
-        budget: Option<usize>,
+        model: &Bound<'_, PyAny>,
+        budget: Option<&Bound<'_, PyAny>>,
         policy: Option<&Bound<'_, PyAny>>,
         store: Option<&Bound<'_, PyAny>>,
         high_water: Option<f64>,
         low_water: Option<f64>,
         max_conversations: Option<usize>,
-        reserve_output: Option<u64>,
+        reserve_output: Option<&Bound<'_, PyAny>>,
         cache_breakpoints: bool,
         weigh_cache_misses: bool,
     ) -> PyResult<PySession> {
-        let info = Registry::embedded().lookup(model).map_err(Failure::from)?;
+        let model = args::model(model)?;
+        let budget = args::tokens(budget, "budget", 1)?;
+        let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
+        let info = Registry::embedded().lookup(&model).map_err(Failure::from)?;
         let mut target = Target::for_model(info, reserve_output);
         if let Some(budget) = budget {
-            target = target.with_budget(budget);
+            target = target.with_budget(budget as usize);
         }
         let policy = policy_arg(policy)?;
         let mut settings = Settings::default();
@@ -144,7 +148,7 @@ impl PySession {
         if let Some(pricing) = Pricing::of(info) {
             inner = inner.with_pricing(pricing);
         }
-        Ok(PySession { inner, model: model.to_string(), store: described, memo: Mutex::default() })
+        Ok(PySession { inner, model, store: described, memo: Mutex::default() })
     }
 
     /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
@@ -161,7 +165,8 @@ impl PySession {
     ) -> PyResult<FitResult> {
         let session = &self.inner;
         let format = format_arg(format, "format")?;
-        // the messages of the previous call, taken back where the caller's dicts hash alike
+        let messages = &args::messages(messages)?;
+        // the messages of the previous call, taken back where the caller's dicts hash alike,
         // taken in a statement of its own: the lock is not held while Python data is read
         let mut taken = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()));
         let memo = taken.read(messages, format)?;
@@ -203,7 +208,7 @@ impl PySession {
     #[staticmethod]
     #[pyo3(signature = (messages, *, format = None))]
     fn key_of(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<String> {
-        let raw = RawInput::read(messages, None, format)?;
+        let raw = RawInput::read(&args::messages(messages)?, None, format)?;
         Ok(py.detach(|| guard(|| Ok(Session::key_of(&raw.parse()?))))?)
     }
 

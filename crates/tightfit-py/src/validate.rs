@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 use tightfit::format::Format;
 
+use crate::args;
 use crate::errors::{guard, Failure};
 use crate::input::{format_arg, RawInput};
 use crate::report::Violation;
@@ -18,7 +19,7 @@ pub(crate) fn validate(
     format: Option<&str>,
 ) -> PyResult<Vec<Violation>> {
     let provider: Option<Format> = format_arg(provider, "provider")?;
-    let raw = RawInput::read(messages, None, format)?;
+    let raw = RawInput::read(&args::messages(messages)?, None, format)?;
     let violations = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;

@@ -158,3 +158,42 @@ def test_a_format_not_read_yet_is_named_not_counted_as_nothing() -> None:
     assert info.value.index == 1
     with pytest.raises(tightfit.FormatError, match="Gemini"):
         tightfit.Session("gpt-4o").fit(gemini)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "named"),
+    [
+        ({"budget": -1}, tightfit.ConfigError, "budget"),
+        ({"budget": 0}, tightfit.ConfigError, "budget"),
+        ({"budget": 2**64}, tightfit.ConfigError, "budget"),
+        ({"budget": True}, TypeError, "budget"),
+        ({"budget": "8000"}, TypeError, "budget"),
+        ({"budget": 1.5}, TypeError, "budget"),
+        ({"reserve_output": -5}, tightfit.ConfigError, "reserve_output"),
+        ({"model": None}, TypeError, "model"),
+        ({"model": 4}, TypeError, "model"),
+    ],
+)
+def test_bad_arguments_are_our_errors_naming_the_argument(kwargs: dict[str, object], error: type, named: str) -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    calls = [
+        lambda: tightfit.fit(messages, **{"model": "gpt-4o", **kwargs}),
+        lambda: tightfit.Session(**{"model": "gpt-4o", **kwargs}).fit(messages),
+    ]
+    if set(kwargs) == {"model"}:
+        calls.append(lambda: tightfit.count(messages, kwargs["model"]))  # type: ignore[arg-type]
+    for call in calls:
+        with pytest.raises(error, match=rf"^{named}: ") as info:
+            call()
+        assert not isinstance(info.value, OverflowError)
+
+
+def test_any_iterable_of_messages_is_read_and_the_dicts_come_back() -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    result = tightfit.fit((m for m in messages), "gpt-4o")
+    assert result.messages == messages and result.messages[1] is messages[1]
+    assert tightfit.count(iter(messages), "gpt-4o").total == tightfit.count(messages, "gpt-4o").total
+    assert tightfit.validate(m for m in messages) == []
+    assert tightfit.Session("gpt-4o").fit(m for m in messages).messages[0] is messages[0]
+    with pytest.raises(TypeError, match="messages"):
+        tightfit.fit({"role": "user", "content": "hi"}, "gpt-4o")  # type: ignore[arg-type]

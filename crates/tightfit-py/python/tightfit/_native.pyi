@@ -136,7 +136,7 @@ class Session:
 
     def __init__(
         self,
-        model: str = "gpt-4o",
+        model: str,
         *,
         budget: int | None = None,
         policy: str | Pipeline | None = None,
@@ -185,7 +185,7 @@ class Fitter:
     def fit(
         self,
         messages: Sequence[Mapping[str, Any]],
-        model: str = "gpt-4o",
+        model: str,
         *,
         budget: int | None = None,
         pipeline: Pipeline | None = None,
@@ -196,7 +196,7 @@ class Fitter:
 
 def count(
     messages: Sequence[Mapping[str, Any]],
-    model: str = "gpt-4o",
+    model: str,
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
