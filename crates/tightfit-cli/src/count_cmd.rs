@@ -126,7 +126,7 @@ fn count_record<'r>(
     record: &Record,
     hint: FormatHint,
 ) -> anyhow::Result<Counted<'r>> {
-    let conversation = input::parse(record, hint)?;
+    let conversation = input::parse_for_model(record, hint, registry, fixed_model)?;
     let request = conversation.request.as_ref();
     let model = input::model(registry, fixed_model, &conversation)?;
     let counter = counters.get(model);

@@ -111,7 +111,7 @@ fn fit_record(
     record: &Record,
     options: &Options,
 ) -> anyhow::Result<Fitted> {
-    let conversation = input::parse(record, options.hint)?;
+    let conversation = input::parse_for_model(record, options.hint, registry, fixed_model)?;
     let request = conversation.request.as_ref();
     let model = input::model(registry, fixed_model, &conversation)?;
     let mut target = Target::for_model(model, request.and_then(|r| r.reserved_output()));

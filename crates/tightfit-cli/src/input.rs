@@ -5,7 +5,8 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tightfit::format::{self, Conversation, FormatHint};
+use serde_json::Value;
+use tightfit::format::{self, Conversation, Format, FormatHint};
 use tightfit::models::{ModelInfo, Registry};
 
 /// One conversation's text and where it came from.
@@ -55,13 +56,41 @@ fn looks_like_json_lines(text: &str) -> bool {
 
 /// Reads one record as a conversation; a syntax error names the line of the file.
 pub fn parse(record: &Record, hint: FormatHint) -> anyhow::Result<Conversation> {
-    format::parse_str(&record.text, hint).map_err(|e| match e {
+    format::parse_str(&record.text, hint).map_err(|e| located(e, record))
+}
+
+/// Reads one record as a conversation for its model (`fixed`, else the request body's
+/// `model`): messages whose shape decides no format are read in the one the model's API takes
+/// (a `claude-*` body of plain text is Anthropic's).
+pub fn parse_for_model(
+    record: &Record,
+    hint: FormatHint,
+    registry: &Registry,
+    fixed: Option<&ModelInfo>,
+) -> anyhow::Result<Conversation> {
+    let value = format::read_json(&record.text).map_err(|e| located(e, record))?;
+    let hint = match hint {
+        FormatHint::Auto => {
+            let named = || value.get("model").and_then(Value::as_str).and_then(|m| registry.lookup(m).ok());
+            match fixed.or_else(named) {
+                Some(model) if model.speaks_anthropic() => FormatHint::Prefer(Format::Anthropic),
+                _ => FormatHint::Auto,
+            }
+        }
+        other => other,
+    };
+    format::parse_value(value, hint).map_err(|e| located(e, record))
+}
+
+/// An error of a record, a syntax error at the line of the file.
+fn located(error: format::FormatError, record: &Record) -> anyhow::Error {
+    match error {
         // a JSON Lines record's own line 1 is the file's line `record.line`
         format::FormatError::Syntax { line, column, reason } => {
             anyhow!("invalid JSON at line {}, column {column}: {reason}", record.line + line - 1)
         }
         other => anyhow!(other),
-    })
+    }
 }
 
 /// The model a conversation is for: `--model` if given, else the request body's `model`.

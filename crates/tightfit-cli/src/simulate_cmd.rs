@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 use tightfit::fit::Target;
 use tightfit::format::{Conversation, FormatHint};
-use tightfit::models::Registry;
+use tightfit::models::{ModelInfo, Registry};
 use tightfit::simulate::{self, PolicyRow, PolicySpec, Pricing, Stream};
 use tightfit::units::turn_ends;
 
@@ -46,7 +46,8 @@ pub fn run(registry: &Registry, files: &[PathBuf], options: &Options) -> anyhow:
     } else {
         options.policies.iter().map(|p| PolicySpec::parse(p)).collect::<Result<_, _>>()?
     };
-    let conversations = read_all(files, options)?;
+    let fixed = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
+    let conversations = read_all(files, options, registry, fixed)?;
     let model_name = match &options.model {
         Some(m) => m.clone(),
         None => conversations
@@ -123,7 +124,12 @@ pub fn run(registry: &Registry, files: &[PathBuf], options: &Options) -> anyhow:
     Ok(!broken)
 }
 
-fn read_all(files: &[PathBuf], options: &Options) -> anyhow::Result<Vec<Conversation>> {
+fn read_all(
+    files: &[PathBuf],
+    options: &Options,
+    registry: &Registry,
+    fixed: Option<&ModelInfo>,
+) -> anyhow::Result<Vec<Conversation>> {
     let mut conversations = Vec::new();
     for file in files {
         let (name, records) = input::read(file)?;
@@ -131,8 +137,10 @@ fn read_all(files: &[PathBuf], options: &Options) -> anyhow::Result<Vec<Conversa
             if options.line.is_some_and(|line| line != record.line) {
                 continue;
             }
-            conversations
-                .push(input::parse(record, options.hint).with_context(|| format!("{name}:{}", record.line))?);
+            conversations.push(
+                input::parse_for_model(record, options.hint, registry, fixed)
+                    .with_context(|| format!("{name}:{}", record.line))?,
+            );
         }
     }
     if conversations.is_empty() {

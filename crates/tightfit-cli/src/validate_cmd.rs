@@ -21,6 +21,11 @@ pub fn run(file: &Path, provider: Option<Format>, hint: FormatHint, json: bool) 
     let mut checked = 0;
     let mut broken = 0;
     let mut providers: Vec<Format> = Vec::new();
+    // plain messages are read in the format of the provider they are checked for
+    let hint = match (hint, provider) {
+        (FormatHint::Auto, Some(provider)) => FormatHint::Prefer(provider),
+        (hint, _) => hint,
+    };
     for record in &records {
         let conversation = match input::parse(record, hint) {
             Ok(c) => c,

@@ -196,3 +196,34 @@ fn presets_and_configuration_files_choose_the_pipeline() {
     let err = stderr(&typo);
     assert!(err.contains("steps[0]") && err.contains("keep_last"), "names the key and suggests: {err}");
 }
+
+#[test]
+fn a_plain_claude_body_is_read_as_anthropic() {
+    // nothing in the messages belongs to one format only: the model's API decides
+    let body = r#"{"model": "claude-sonnet-4-5", "max_tokens": 512, "messages": [
+        {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"},
+        {"role": "user", "content": "Tell me more"}]}"#;
+    let file = TempFile::new("claude-body.json");
+    std::fs::write(file.path(), body).unwrap();
+    let plan = TempFile::new("claude-body.plan.jsonl");
+    let output = tightfit(&["fit", file.path(), "--plan", plan.path()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let plan: tightfit::Plan = serde_json::from_str(plan.read().trim()).unwrap();
+    assert_eq!(plan.format, "anthropic");
+    // the same messages for an OpenAI model stay OpenAI's
+    let openai = body.replace("claude-sonnet-4-5", "gpt-4o");
+    std::fs::write(file.path(), openai).unwrap();
+    let plan_file = TempFile::new("openai-body.plan.jsonl");
+    let output = tightfit(&["fit", file.path(), "--plan", plan_file.path()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let plan: tightfit::Plan = serde_json::from_str(plan_file.read().trim()).unwrap();
+    assert_eq!(plan.format, "openai");
+    // and `--model` decides for a bare list
+    let list = r#"[{"role": "user", "content": "Hello"}]"#;
+    std::fs::write(file.path(), list).unwrap();
+    let output =
+        tightfit(&["fit", file.path(), "--model", "claude-sonnet-4-5", "--plan", plan_file.path()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let plan: tightfit::Plan = serde_json::from_str(plan_file.read().trim()).unwrap();
+    assert_eq!(plan.format, "anthropic");
+}

@@ -7,7 +7,7 @@ use tightfit::tokens::ChatCounter;
 
 use crate::args;
 use crate::errors::{guard, Failure};
-use crate::input::RawInput;
+use crate::input::{model_format, RawInput};
 
 /// A conversation's tokens.
 #[pyclass(frozen, module = "tightfit", name = "Count")]
@@ -63,11 +63,11 @@ pub(crate) fn count(
     tools: Option<&Bound<'_, PyAny>>,
     format: Option<&str>,
 ) -> PyResult<PyCount> {
-    let model = args::model(model)?;
-    let raw = RawInput::read(&args::messages(messages)?, tools, format)?;
+    let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
+    let raw =
+        RawInput::read(&args::messages(messages)?, tools, format)?.preferring(Some(model_format(model)));
     let counted = py.detach(|| {
         guard(|| {
-            let model = Registry::embedded().lookup(&model)?;
             let conversation = raw.parse()?;
             let counter = ChatCounter::for_family(model.tokenizer);
             let count = counter.count(&conversation.messages, conversation.tools.as_deref());

@@ -13,7 +13,7 @@ use tightfit::{Plan, Report};
 use crate::args;
 use crate::convert::to_python;
 use crate::errors::{guard, Failure};
-use crate::input::RawInput;
+use crate::input::{model_format, RawInput};
 use crate::pipeline::PyPipeline;
 use crate::report::{PyPlan, PyReport};
 
@@ -103,16 +103,15 @@ impl PyFitter {
         reserve_output: Option<&Bound<'_, PyAny>>,
         format: Option<&str>,
     ) -> PyResult<FitResult> {
-        let model = args::model(model)?;
+        let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
         let budget = args::tokens(budget, "budget", 1)?;
         let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
         let messages = &args::messages(messages)?;
-        let raw = RawInput::read(messages, tools, format)?;
+        let raw = RawInput::read(messages, tools, format)?.preferring(Some(model_format(model)));
         let pipeline = pipeline.map(|p| p.get().inner.clone());
         let fitter = &self.inner;
         let (report, plan) = py.detach(|| {
             guard(|| {
-                let model = Registry::embedded().lookup(&model)?;
                 let conversation = raw.parse()?;
                 let mut target = Target::for_model(model, reserve_output);
                 if let Some(budget) = budget {

@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use serde_json::{json, Value};
-use tightfit::format::{detect, parse_value, Format, FormatHint};
+use tightfit::format::{parse_value, Format, FormatHint};
 use tightfit::message::Tool;
 use tightfit::steps::ConfigError;
 use tightfit::Conversation;
@@ -24,6 +24,8 @@ pub(crate) struct RawInput {
     messages: Value,
     tools: Option<Value>,
     format: Option<Format>,
+    /// The format to read plain messages in (valid in both): the target model's.
+    preferred: Option<Format>,
 }
 
 impl RawInput {
@@ -41,16 +43,26 @@ impl RawInput {
         let format = format_arg(format, "format")?;
         let messages = to_value(messages)
             .map_err(|e| Failure::Format { path: e.path("messages"), reason: e.reason.clone() })?;
-        Ok(RawInput { messages, tools: tools_value(tools)?, format })
+        Ok(RawInput { messages, tools: tools_value(tools)?, format, preferred: None })
     }
 
-    /// Parses the messages (format detected unless given) and the tool schemas in the same
-    /// format. Runs without the GIL. Message `i` of the result is item `i` of the caller's
+    /// The same input, read in `preferred` (the target model's format) where its shape
+    /// decides nothing.
+    pub(crate) fn preferring(self, preferred: Option<Format>) -> RawInput {
+        RawInput { preferred, ..self }
+    }
+
+    /// Parses the messages (format detected unless given; the preferred one where the shape
+    /// decides nothing) and the tool schemas in the same format. Runs without the GIL. Message `i` of the result is item `i` of the caller's
     /// list: a bare list of messages is read one message per item.
     pub(crate) fn parse(self) -> Result<Conversation, Failure> {
-        let format = self.format.unwrap_or_else(|| detect(&self.messages));
-        let mut conversation = parse_value(self.messages, FormatHint::Exactly(format))?;
-        conversation.tools = parse_tools(self.tools, format)?;
+        let hint = match (self.format, self.preferred) {
+            (Some(format), _) => FormatHint::Exactly(format),
+            (None, Some(preferred)) => FormatHint::Prefer(preferred),
+            (None, None) => FormatHint::Auto,
+        };
+        let mut conversation = parse_value(self.messages, hint)?;
+        conversation.tools = parse_tools(self.tools, conversation.format)?;
         Ok(conversation)
     }
 }
@@ -70,4 +82,13 @@ pub(crate) fn parse_tools(tools: Option<Value>, format: Format) -> Result<Option
     let Some(tools) = tools else { return Ok(None) };
     // the reader knows tool schemas only inside a request body
     Ok(parse_value(json!({"messages": [], "tools": tools}), FormatHint::Exactly(format))?.tools)
+}
+
+/// The format `model`'s API takes, to read plain messages in.
+pub(crate) fn model_format(model: &tightfit::models::ModelInfo) -> Format {
+    if model.speaks_anthropic() {
+        Format::Anthropic
+    } else {
+        Format::OpenAi
+    }
 }

@@ -57,13 +57,14 @@ pub(crate) struct MemoRead {
 
 impl ReadMemo {
     /// Reads `messages` (a list or tuple) as the items of a history in `format` (detected when
-    /// `None`), taking the messages this memo knows; `Ok(None)` when an item cannot be hashed
+    /// `None`; `preferred` where no message decides), taking the messages this memo knows; `Ok(None)` when an item cannot be hashed
     /// (it is not JSON data) or a known message was read in another format: the caller then
     /// reads the list in full, which reports any error. Needs the GIL.
     pub(crate) fn read(
         &mut self,
         messages: &Bound<'_, PyAny>,
         format: Option<Format>,
+        preferred: Format,
     ) -> Result<Option<MemoRead>, Failure> {
         let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = messages.cast::<PyList>() {
             list.iter().collect()
@@ -101,7 +102,7 @@ impl ReadMemo {
                     Item::Known(known) => known.verdict,
                     Item::New { verdict, .. } => *verdict,
                 })
-                .unwrap_or(Format::OpenAi)
+                .unwrap_or(preferred)
         });
         if read.iter().any(|item| matches!(item, Item::Known(known) if known.format != format)) {
             return Ok(None);

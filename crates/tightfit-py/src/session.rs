@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use tightfit::fit::Target;
+use tightfit::format::Format;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::session::{MemoryStore, Policy, Session, Settings, Store};
@@ -19,7 +20,7 @@ use tightfit_store::SqliteStore;
 use crate::args;
 use crate::errors::{guard, Failure};
 use crate::fit::FitResult;
-use crate::input::{format_arg, parse_tools, tools_value, RawInput};
+use crate::input::{format_arg, model_format, parse_tools, tools_value, RawInput};
 use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
 
@@ -96,6 +97,8 @@ pub(crate) struct PySession {
     store: String,
     /// The messages of the latest call (see `memo.rs`).
     memo: Mutex<ReadMemo>,
+    /// The format plain messages are read in: the model's.
+    preferred: Format,
 }
 
 #[pymethods]
@@ -148,7 +151,13 @@ impl PySession {
         if let Some(pricing) = Pricing::of(info) {
             inner = inner.with_pricing(pricing);
         }
-        Ok(PySession { inner, model, store: described, memo: Mutex::default() })
+        Ok(PySession {
+            inner,
+            model,
+            store: described,
+            memo: Mutex::default(),
+            preferred: model_format(info),
+        })
     }
 
     /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
@@ -169,7 +178,7 @@ impl PySession {
         // the messages of the previous call, taken back where the caller's dicts hash alike,
         // taken in a statement of its own: the lock is not held while Python data is read
         let mut taken = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()));
-        let memo = taken.read(messages, format)?;
+        let memo = taken.read(messages, format, self.preferred)?;
         let (report, plan) = match memo {
             Some(read) => {
                 let tools = tools_value(tools)?;
@@ -191,7 +200,8 @@ impl PySession {
             // not JSON data, or read before in another format: read in full (and say what
             // is wrong, if anything)
             None => {
-                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?;
+                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?
+                    .preferring(Some(self.preferred));
                 py.detach(|| {
                     guard(|| {
                         let conversation = raw.parse()?;
@@ -204,11 +214,23 @@ impl PySession {
         FitResult::new(py, messages, report, plan)
     }
 
-    /// The key `fit` gives `messages` when it is given none.
+    /// The key `fit` gives `messages` when it is given none, for a session of `model` (plain
+    /// messages are read in its format: OpenAI's when `None`).
     #[staticmethod]
-    #[pyo3(signature = (messages, *, format = None))]
-    fn key_of(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<String> {
-        let raw = RawInput::read(&args::messages(messages)?, None, format)?;
+    #[pyo3(signature = (messages, *, format = None, model = None))]
+    fn key_of(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        format: Option<&str>,
+        model: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let preferred = match model {
+            Some(model) => {
+                Some(model_format(Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?))
+            }
+            None => None,
+        };
+        let raw = RawInput::read(&args::messages(messages)?, None, format)?.preferring(preferred);
         Ok(py.detach(|| guard(|| Ok(Session::key_of(&raw.parse()?))))?)
     }
 

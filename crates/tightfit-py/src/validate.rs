@@ -19,7 +19,8 @@ pub(crate) fn validate(
     format: Option<&str>,
 ) -> PyResult<Vec<Violation>> {
     let provider: Option<Format> = format_arg(provider, "provider")?;
-    let raw = RawInput::read(&args::messages(messages)?, None, format)?;
+    // plain messages are read in the format of the provider they are checked for
+    let raw = RawInput::read(&args::messages(messages)?, None, format)?.preferring(provider);
     let violations = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;

@@ -400,7 +400,8 @@ def exact_counts(file: str, record_id: str, model: str) -> Optional[dict[Any, in
     """tightfit's count of each message (by id) and the priming, or None for an unknown model."""
     messages = history(file, record_id)
     try:
-        counted = tightfit.count(messages, model)
+        # swarms' messages are OpenAI-shaped whatever the model
+        counted = tightfit.count(messages, model, format="openai")
     except tightfit.UnknownModel:
         return None
     exact: dict[Any, int] = {id(m): n for m, n in zip(messages, counted.per_message)}
@@ -454,7 +455,7 @@ def outcome(peer: Any, case: Case) -> Outcome:
     assert sum(exact[id(messages[i])] for i in documented) + exact["priming"] > limit, (ours_kept, documented)
     if result == "CannotFit":
         system = [m for m in messages if m.get("role") == "system"]
-        assert config.preserve_system_messages and tightfit.count(system, case.model).total > limit
+        assert config.preserve_system_messages and tightfit.count(system, case.model, format="openai").total > limit
     else:
         # only messages the reference keeps, as they are or with their text cut
         for message in result.messages:
@@ -484,7 +485,7 @@ def check_promises(case: Case, messages: list[Message], result: Any, exact: Opti
     assert found == sorted(set(found))
     assert all(MARKER in str(m.get("content")) for i, m in zip(positions(kept, messages), kept) if i < 0)
     # the limits
-    counted = tightfit.count(kept, case.model).total
+    counted = tightfit.count(kept, case.model, format="openai").total
     assert counted <= (config.get("max_tokens") or budget_of(case.model))
     if config.get("max_messages"):
         system = sum(m.get("role") == "system" for m in messages) if config.get("preserve_system_messages", True) else 0

@@ -197,3 +197,18 @@ def test_any_iterable_of_messages_is_read_and_the_dicts_come_back() -> None:
     assert tightfit.Session("gpt-4o").fit(m for m in messages).messages[0] is messages[0]
     with pytest.raises(TypeError, match="messages"):
         tightfit.fit({"role": "user", "content": "hi"}, "gpt-4o")  # type: ignore[arg-type]
+
+
+def test_plain_messages_are_read_in_the_format_of_the_model() -> None:
+    plain = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "More"}]
+    assert tightfit.fit(plain, "claude-sonnet-4-5").plan.format == "anthropic"
+    assert tightfit.fit(plain, "gpt-4o").plan.format == "openai"
+    assert tightfit.Session("claude-sonnet-4-5").fit(plain).plan.format == "anthropic"
+    key = tightfit.Session("claude-sonnet-4-5").fit(plain).report.session.key
+    assert tightfit.Session.key_of(plain, model="claude-sonnet-4-5") == key != tightfit.Session.key_of(plain)
+    calls = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "1"},
+    ]
+    assert tightfit.fit(calls, "claude-sonnet-4-5").plan.format == "openai", "a shape that decides wins"

@@ -12,20 +12,26 @@ use super::Format;
 /// are written back identically either way). Costs one pass over the message list, stopping
 /// at the first message that decides.
 pub fn detect(document: &Value) -> Format {
+    verdict(document).unwrap_or(Format::OpenAi)
+}
+
+/// What the document's shape decides: `None` when nothing in it belongs to one format only
+/// (a caller that knows the target model then reads it in that model's format).
+pub fn verdict(document: &Value) -> Option<Format> {
     let messages = match document {
         Value::Array(items) => items,
         Value::Object(map) => {
             if map.contains_key("system") {
-                return Format::Anthropic;
+                return Some(Format::Anthropic);
             }
             match map.get("messages") {
                 Some(Value::Array(items)) => items,
-                _ => return Format::OpenAi,
+                _ => return None,
             }
         }
-        _ => return Format::OpenAi,
+        _ => return None,
     };
-    messages.iter().find_map(message_verdict).unwrap_or(Format::OpenAi)
+    messages.iter().find_map(message_verdict)
 }
 
 /// What one message of a list says about the list's format: the format only it has, or
@@ -70,5 +76,20 @@ mod tests {
         assert_eq!(detect(&json!({"system": "s", "messages": []})), Format::Anthropic);
         let tool = json!({"messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}]});
         assert_eq!(detect(&tool), Format::OpenAi);
+    }
+
+    #[test]
+    fn a_preferred_format_reads_what_the_shape_does_not_decide() {
+        use crate::format::{parse_value, FormatHint};
+        let plain = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]);
+        assert_eq!(verdict(&plain), None);
+        let read = parse_value(plain, FormatHint::Prefer(Format::Anthropic)).unwrap();
+        assert_eq!(read.format, Format::Anthropic);
+        // a shape that decides wins over the preference
+        let calls = json!([{"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"}]);
+        assert_eq!(verdict(&calls), Some(Format::OpenAi));
+        assert_eq!(parse_value(calls, FormatHint::Prefer(Format::Anthropic)).unwrap().format, Format::OpenAi);
     }
 }

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::message::{Extra, Message, Tool};
 
 pub use convert::{convert, Conversion};
-pub use detect::{detect, message_verdict};
+pub use detect::{detect, message_verdict, verdict};
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,12 +140,20 @@ pub enum FormatHint {
     Auto,
     /// This format.
     Exactly(Format),
+    /// Decide from the document's shape; where nothing in it decides (plain text, valid in
+    /// both), this format: the one the target model's API takes.
+    Prefer(Format),
 }
 
 /// Reads one document from JSON text.
 pub fn parse_str(text: &str, hint: FormatHint) -> Result<Conversation, FormatError> {
-    let value: Value = serde_json::from_str(text).map_err(FormatError::from_json)?;
-    parse_value(value, hint)
+    parse_value(read_json(text)?, hint)
+}
+
+/// Reads JSON text, a syntax error naming its line and column (for a caller that looks at
+/// the document before choosing how to read it: a request body's `model`).
+pub fn read_json(text: &str) -> Result<Value, FormatError> {
+    serde_json::from_str(text).map_err(FormatError::from_json)
 }
 
 /// Reads one document from a JSON value, taking ownership so strings are moved, not copied.
@@ -153,6 +161,7 @@ pub fn parse_value(value: Value, hint: FormatHint) -> Result<Conversation, Forma
     let format = match hint {
         FormatHint::Auto => detect(&value),
         FormatHint::Exactly(format) => format,
+        FormatHint::Prefer(format) => detect::verdict(&value).unwrap_or(format),
     };
     match format {
         Format::OpenAi => openai::read_document(value),

@@ -81,6 +81,14 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
+    /// Whether the model's API takes Anthropic's Messages shape: Anthropic's own, and Claude
+    /// where a cloud serves Anthropic's API (Bedrock, Vertex). Every other provider, gateways
+    /// and aggregators that serve Claude included, takes OpenAI's Chat Completions.
+    pub fn speaks_anthropic(&self) -> bool {
+        self.provider.contains("anthropic")
+            || (self.provider.contains("bedrock") && self.id.contains("claude"))
+    }
+
     /// `provider/id`, a name that [`Registry::lookup`] resolves to this model.
     pub fn qualified_id(&self) -> String {
         format!("{}/{}", self.provider, self.id)

@@ -132,8 +132,13 @@ class MessageTransforms:
         if not self.config.enabled or not messages:
             total = _count(messages, model)
             return TransformResult(messages, total, total, len(messages), len(messages), 1.0, False)
+        # swarms' messages are OpenAI-shaped (LiteLLM's) whatever the model
         result = self._fitter.fit(
-            messages, model, budget=self.config.max_tokens or None, pipeline=self._pipeline(messages)
+            messages,
+            model,
+            budget=self.config.max_tokens or None,
+            pipeline=self._pipeline(messages),
+            format="openai",
         )
         report = result.report
         return TransformResult(
@@ -153,9 +158,9 @@ def _count(messages: Sequence[Dict[str, Any]], model: str) -> int:
     if not messages:
         return 0
     try:
-        return tightfit.count(messages, model).total
+        return tightfit.count(messages, model, format="openai").total
     except tightfit.UnknownModel:
-        return tightfit.count(messages, _FALLBACK_COUNTER).total
+        return tightfit.count(messages, _FALLBACK_COUNTER, format="openai").total
 
 
 def create_default_transforms(
