@@ -22,6 +22,8 @@ pub struct Options {
     pub model: Option<String>,
     /// `--budget`: tokens, instead of the model's window minus the reserved output.
     pub budget: Option<usize>,
+    /// `--allow-over-window`: a budget past the model's input limit is not an error.
+    pub allow_over_window: bool,
     /// `--format`.
     pub hint: FormatHint,
     /// `--output`: where the fitted histories go (standard output if `None`).
@@ -116,6 +118,7 @@ fn fit_record(
     let model = input::model(registry, fixed_model, &conversation)?;
     let mut target = Target::for_model(model, request.and_then(|r| r.reserved_output()));
     if let Some(budget) = options.budget {
+        Target::check_budget(model, budget, options.allow_over_window)?;
         target = target.with_budget(budget);
     }
     let fitted = fitter.fit(&conversation, &target, Some(pipeline))?;

@@ -76,6 +76,10 @@ enum Command {
         /// output reserved (the request's max_tokens, else up to 4,096).
         #[arg(long)]
         budget: Option<usize>,
+        /// Allow a --budget past the model's input limit (a model served with a larger window
+        /// than the registry knows); without it such a budget is an error.
+        #[arg(long)]
+        allow_over_window: bool,
         /// A named pipeline: middle-out (the default), cache, minimal, balanced, summarizing, swarms.
         #[arg(long, conflicts_with = "config")]
         preset: Option<String>,
@@ -134,6 +138,10 @@ enum Command {
         /// The budget in tokens, instead of the model's window minus the output reserved.
         #[arg(long)]
         budget: Option<usize>,
+        /// Allow a --budget past the model's input limit (a model served with a larger window
+        /// than the registry knows); without it such a budget is an error.
+        #[arg(long)]
+        allow_over_window: bool,
         /// A policy to compare (repeat for several): session:<preset> (session:cache, ...),
         /// fit, hysteresis[:<share>], ag2-token-limiter, ag2-history-limiter,
         /// langchain-trim, autogen-buffered, autogen-head-and-tail, autogen-token-limited,
@@ -257,24 +265,36 @@ fn main() -> ExitCode {
                 count_cmd::run(&registry, &file, &options)
             })
         }
-        Command::Fit { file, model, budget, preset, config, output, report, plan, format, models_file } => {
-            registry(models_file.as_ref()).and_then(|registry| {
-                let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
-                let options = fit_cmd::Options {
-                    model,
-                    budget,
-                    hint: format.hint(),
-                    output,
-                    json_report: report == ReportArg::Json,
-                    plan,
-                };
-                fit_cmd::run(&registry, &pipeline, &file, &options)
-            })
-        }
+        Command::Fit {
+            file,
+            model,
+            budget,
+            allow_over_window,
+            preset,
+            config,
+            output,
+            report,
+            plan,
+            format,
+            models_file,
+        } => registry(models_file.as_ref()).and_then(|registry| {
+            let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
+            let options = fit_cmd::Options {
+                model,
+                budget,
+                allow_over_window,
+                hint: format.hint(),
+                output,
+                json_report: report == ReportArg::Json,
+                plan,
+            };
+            fit_cmd::run(&registry, &pipeline, &file, &options)
+        }),
         Command::Simulate {
             files,
             model,
             budget,
+            allow_over_window,
             policies,
             concat,
             line,
@@ -288,6 +308,7 @@ fn main() -> ExitCode {
             let options = simulate_cmd::Options {
                 model,
                 budget,
+                allow_over_window,
                 policies,
                 concat,
                 line,

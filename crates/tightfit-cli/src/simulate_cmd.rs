@@ -20,6 +20,8 @@ pub struct Options {
     pub model: Option<String>,
     /// `--budget`.
     pub budget: Option<usize>,
+    /// `--allow-over-window`.
+    pub allow_over_window: bool,
     /// `--policy`, each given; every policy when empty.
     pub policies: Vec<String>,
     /// `--concat`: all conversations back to back as one stream.
@@ -59,6 +61,7 @@ pub fn run(registry: &Registry, files: &[PathBuf], options: &Options) -> anyhow:
     let model = registry.lookup(&model_name)?;
     let mut target = Target::for_model(model, None);
     if let Some(budget) = options.budget {
+        Target::check_budget(model, budget, options.allow_over_window)?;
         target = target.with_budget(budget);
     }
     let pricing = Pricing::of(model).ok_or_else(|| {

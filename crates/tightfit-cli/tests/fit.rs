@@ -227,3 +227,13 @@ fn a_plain_claude_body_is_read_as_anthropic() {
     let plan: tightfit::Plan = serde_json::from_str(plan_file.read().trim()).unwrap();
     assert_eq!(plan.format, "anthropic");
 }
+
+#[test]
+fn a_budget_past_the_model_window_is_refused_unless_allowed() {
+    let args = ["fit", "data/examples/agent_session.json", "--model", "gpt-4o", "--budget", "500000"];
+    let output = tightfit(&args, None);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("input limit of 128000 tokens"), "{}", stderr(&output));
+    let output = tightfit(&[&args[..], &["--allow-over-window"]].concat(), None);
+    assert!(output.status.success(), "{}", stderr(&output));
+}

@@ -90,7 +90,7 @@ impl PyFitter {
     /// validate and the JSON of the changed messages (GIL released: other Python threads
     /// run), then one dict built per changed message (GIL held). Unchanged messages are not
     /// copied back.
-    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None))]
+    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         &self,
@@ -102,9 +102,13 @@ impl PyFitter {
         tools: Option<&Bound<'_, PyAny>>,
         reserve_output: Option<&Bound<'_, PyAny>>,
         format: Option<&str>,
+        allow_over_window: bool,
     ) -> PyResult<FitResult> {
         let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
         let budget = args::tokens(budget, "budget", 1)?;
+        if let Some(budget) = budget {
+            Target::check_budget(model, budget as usize, allow_over_window).map_err(Failure::Config)?;
+        }
         let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
         let messages = &args::messages(messages)?;
         let raw = RawInput::read(messages, tools, format)?.preferring(Some(model_format(model)));

@@ -107,7 +107,7 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true))]
+    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -121,11 +121,15 @@ impl PySession {
         reserve_output: Option<&Bound<'_, PyAny>>,
         cache_breakpoints: bool,
         weigh_cache_misses: bool,
+        allow_over_window: bool,
     ) -> PyResult<PySession> {
         let model = args::model(model)?;
         let budget = args::tokens(budget, "budget", 1)?;
         let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
         let info = Registry::embedded().lookup(&model).map_err(Failure::from)?;
+        if let Some(budget) = budget {
+            Target::check_budget(info, budget as usize, allow_over_window).map_err(Failure::Config)?;
+        }
         let mut target = Target::for_model(info, reserve_output);
         if let Some(budget) = budget {
             target = target.with_budget(budget as usize);

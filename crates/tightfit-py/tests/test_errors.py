@@ -212,3 +212,14 @@ def test_plain_messages_are_read_in_the_format_of_the_model() -> None:
         {"role": "tool", "tool_call_id": "a", "content": "1"},
     ]
     assert tightfit.fit(calls, "claude-sonnet-4-5").plan.format == "openai", "a shape that decides wins"
+
+
+def test_a_budget_past_the_model_window_is_refused_unless_allowed() -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    with pytest.raises(tightfit.ConfigError, match=r"^budget: 500000 tokens is more than openai/gpt-4o's input limit"):
+        tightfit.fit(messages, "gpt-4o", budget=500_000)
+    with pytest.raises(tightfit.ConfigError, match="^budget: "):
+        tightfit.Session("gpt-4o", budget=500_000)
+    assert tightfit.fit(messages, "gpt-4o", budget=500_000, allow_over_window=True).report.budget == 500_000
+    assert tightfit.Session("gpt-4o", budget=500_000, allow_over_window=True).budget == 500_000
+    assert tightfit.fit(messages, "gpt-4o", budget=128_000).report.budget == 128_000, "the limit itself is fine"

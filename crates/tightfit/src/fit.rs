@@ -29,6 +29,7 @@ use crate::format::{Conversation, Format};
 use crate::history::{History, Keep};
 use crate::message::Message;
 use crate::models::ModelInfo;
+use crate::params::ConfigError;
 use crate::pipeline::Pipeline;
 use crate::plan::Plan;
 use crate::presets;
@@ -80,6 +81,28 @@ impl Target {
     /// A bare budget counted with `counter`.
     pub fn budget(budget: usize, counter: ChatCounter) -> Target {
         Target { counter, budget, window: None, provider: None }
+    }
+
+    /// Refuses a `budget` past `model`'s input limit, which the provider would reject (a
+    /// history fitted to it is not fitted at all), unless the caller says it means it:
+    /// `allow_over_window` (a model served with a larger window than the registry knows).
+    pub fn check_budget(
+        model: &ModelInfo,
+        budget: usize,
+        allow_over_window: bool,
+    ) -> Result<(), ConfigError> {
+        let limit = model.input_limit();
+        if allow_over_window || budget as u64 <= limit {
+            return Ok(());
+        }
+        Err(ConfigError::new(
+            "budget",
+            format!(
+                "{budget} tokens is more than {}'s input limit of {limit} tokens: a request that \
+                 large would be refused (allow_over_window, --allow-over-window if the model is served with a larger window)",
+                model.qualified_id()
+            ),
+        ))
     }
 
     /// The same target with another budget.

@@ -168,6 +168,7 @@ def fit(
     tools: Sequence[Mapping[str, Any]] | None = None,
     reserve_output: int | None = None,
     format: str | None = None,
+    allow_over_window: bool = False,
 ) -> FitResult:
     """Fit ``messages`` into ``model``'s window, or into ``budget`` tokens.
 
@@ -175,10 +176,19 @@ def fit(
     maximum output, at most 4,096, when ``None``). ``pipeline`` is a :class:`Pipeline`, a preset
     name or a list of steps; without one the default ladder runs, lossless steps first, each
     only while still over budget. Raises :class:`CannotFit` when even what must be kept (the
-    system prompt, the newest user turn) is over the budget.
+    system prompt, the newest user turn) is over the budget. A ``budget`` past the model's input
+    limit is a :class:`ConfigError` unless ``allow_over_window=True`` (a model served with a
+    larger window than the registry knows).
     """
     return Fitter().fit(
-        messages, model, budget=budget, pipeline=pipeline, tools=tools, reserve_output=reserve_output, format=format
+        messages,
+        model,
+        budget=budget,
+        pipeline=pipeline,
+        tools=tools,
+        reserve_output=reserve_output,
+        format=format,
+        allow_over_window=allow_over_window,
     )
 
 
@@ -202,6 +212,7 @@ class Fitter:
         tools: Sequence[Mapping[str, Any]] | None = None,
         reserve_output: int | None = None,
         format: str | None = None,
+        allow_over_window: bool = False,
     ) -> FitResult:
         """:func:`fit`, with what this fitter remembers."""
         return self._native.fit(
@@ -212,6 +223,7 @@ class Fitter:
             tools=tools,
             reserve_output=reserve_output,
             format=format,
+            allow_over_window=allow_over_window,
         )
 
 
@@ -235,6 +247,7 @@ async def afit(
     tools: Sequence[Mapping[str, Any]] | None = None,
     reserve_output: int | None = None,
     format: str | None = None,
+    allow_over_window: bool = False,
 ) -> FitResult:
     """:func:`fit` in a worker thread (the engine releases the GIL), so the event loop keeps
     running while a long history is fitted."""
@@ -247,6 +260,7 @@ async def afit(
         tools=tools,
         reserve_output=reserve_output,
         format=format,
+        allow_over_window=allow_over_window,
     )
 
 
@@ -295,6 +309,7 @@ class Session:
         reserve_output: int | None = None,
         cache_breakpoints: bool = False,
         weigh_cache_misses: bool = True,
+        allow_over_window: bool = False,
     ) -> None:
         self._native = _native.Session(
             model,
@@ -307,6 +322,7 @@ class Session:
             reserve_output=reserve_output,
             cache_breakpoints=cache_breakpoints,
             weigh_cache_misses=weigh_cache_misses,
+            allow_over_window=allow_over_window,
         )
 
     def fit(

@@ -147,6 +147,7 @@ class Session:
         reserve_output: int | None = None,
         cache_breakpoints: bool = False,
         weigh_cache_misses: bool = True,
+        allow_over_window: bool = False,
     ) -> None: ...
     def fit(
         self,
@@ -194,6 +195,7 @@ class Fitter:
         tools: Sequence[Mapping[str, Any]] | None = None,
         reserve_output: int | None = None,
         format: str | None = None,
+        allow_over_window: bool = False,
     ) -> FitResult: ...
 
 def count(

@@ -132,13 +132,15 @@ class MessageTransforms:
         if not self.config.enabled or not messages:
             total = _count(messages, model)
             return TransformResult(messages, total, total, len(messages), len(messages), 1.0, False)
-        # swarms' messages are OpenAI-shaped (LiteLLM's) whatever the model
+        # swarms' messages are OpenAI-shaped (LiteLLM's) whatever the model, and its
+        # max_tokens is taken as given, past the model's window too
         result = self._fitter.fit(
             messages,
             model,
             budget=self.config.max_tokens or None,
             pipeline=self._pipeline(messages),
             format="openai",
+            allow_over_window=True,
         )
         report = result.report
         return TransformResult(
