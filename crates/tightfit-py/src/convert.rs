@@ -8,10 +8,14 @@
 //! = 35 ms. Why not `pythonize`: its latest release (0.29) needs pyo3 0.29, and two pyo3
 //! versions cannot link into one module.
 //!
+//! Pydantic models (the OpenAI and Anthropic SDKs' messages and blocks) are read through their
+//! `model_dump(mode="json", exclude_none=True)`.
+//!
 //! Cost: one visit of every value, one `String` copy per string (Python keeps its UTF-8 form
 //! cached, so `to_str` does not re-encode). The path of a bad value is only built on the way
 //! out of an error, so a good input pays nothing for it.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -140,10 +144,27 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
     if let Ok(s) = obj.cast::<PyString>() {
         return string(s).map(Value::String);
     }
+    if let Some(dumped) = pydantic_json(obj) {
+        return walk(&dumped?, depth);
+    }
     Err(ConvertError::new(format!(
         "expected JSON data (dict, list, str, int, float, bool or None), found {}",
         type_name(obj)
     )))
+}
+
+/// The JSON form of a pydantic model (what the OpenAI and Anthropic SDKs return: a
+/// `ChatCompletionMessage`, a `ToolUseBlock`), with its unset `None` fields left out, as the
+/// wire has them; `None` for anything else.
+fn pydantic_json<'py>(obj: &Bound<'py, PyAny>) -> Option<Result<Bound<'py, PyAny>, ConvertError>> {
+    let py = obj.py();
+    let dump = obj.getattr(intern!(py, "model_dump")).ok().filter(|d| d.is_callable())?;
+    let kwargs = PyDict::new(py);
+    let dumped = kwargs
+        .set_item("mode", "json")
+        .and_then(|_| kwargs.set_item("exclude_none", true))
+        .and_then(|_| dump.call((), Some(&kwargs)));
+    Some(dumped.map_err(|e| ConvertError::new(format!("{}.model_dump() failed: {e}", type_name(obj)))))
 }
 
 /// Reads Python data (dicts, lists, tuples, strings, numbers, booleans, `None`) as JSON.

@@ -125,3 +125,25 @@ def test_a_fitter_is_shared_by_threads() -> None:
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda b: fitter.fit(history, "gpt-4o", budget=b).report.compressed_token_count, budgets))
     assert results == [tightfit.fit(history, "gpt-4o", budget=b).report.compressed_token_count for b in budgets]
+
+
+def test_openai_sdk_messages_are_read_as_their_json_and_come_back_as_given() -> None:
+    """``messages.append(response.choices[0].message)``: the SDK's pydantic objects are read
+    through ``model_dump``; kept ones come back as the same objects."""
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageToolCall
+
+    call = ChatCompletionMessageToolCall(
+        id="call_1", type="function", function={"name": "lookup", "arguments": '{"city": "Paris"}'}
+    )
+    reply = ChatCompletionMessage(role="assistant", content=None, tool_calls=[call])
+    messages = [
+        {"role": "user", "content": "Weather in Paris?"},
+        reply,
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C, clear"},
+    ]
+    as_dicts = [messages[0], reply.model_dump(mode="json", exclude_none=True), messages[2]]
+    assert tightfit.count(messages, "gpt-4o").total == tightfit.count(as_dicts, "gpt-4o").total
+    assert tightfit.validate(messages) == []
+    result = tightfit.fit(messages, "gpt-4o")
+    assert result.messages[1] is reply
+    assert tightfit.Session("gpt-4o").fit(messages).messages[1] is reply
