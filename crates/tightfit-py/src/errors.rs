@@ -161,11 +161,12 @@ impl Failure {
                 Failure::Fit(e) => {
                     let message = e.to_string();
                     match e {
-                        FitError::CannotFit { what, needed, budget, over } => {
+                        FitError::CannotFit { what, needed, budget, over, must_keep } => {
                             attrs.set_item("what", what)?;
                             attrs.set_item("needed", needed)?;
                             attrs.set_item("budget", budget)?;
                             attrs.set_item("over", over)?;
+                            attrs.set_item("must_keep", must_keep)?;
                             raise(py, "CannotFit", message, attrs)
                         }
                         FitError::Invalid { provider, violations, .. } => {

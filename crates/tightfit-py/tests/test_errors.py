@@ -223,3 +223,16 @@ def test_a_budget_past_the_model_window_is_refused_unless_allowed() -> None:
     assert tightfit.fit(messages, "gpt-4o", budget=500_000, allow_over_window=True).report.budget == 500_000
     assert tightfit.Session("gpt-4o", budget=500_000, allow_over_window=True).budget == 500_000
     assert tightfit.fit(messages, "gpt-4o", budget=128_000).report.budget == 128_000, "the limit itself is fine"
+
+
+def test_cannot_fit_says_how_little_must_be_kept() -> None:
+    messages = [{"role": "system", "content": "Be brief."}]
+    for i in range(30):
+        messages.append({"role": "user", "content": f"question {i} " + "word " * 100})
+        messages.append({"role": "assistant", "content": f"answer {i} " + "word " * 100})
+    messages.append({"role": "user", "content": "the last question"})
+    with pytest.raises(tightfit.CannotFit) as info:
+        tightfit.fit(messages, "gpt-4o", budget=500, pipeline=[tightfit.KeepLast(10)])
+    error = info.value
+    assert error.must_keep < error.budget < error.needed
+    assert f"only {error.must_keep} tokens of it must be kept" in str(error)

@@ -134,6 +134,10 @@ pub enum FitError {
         budget: usize,
         /// By how much it is over.
         over: usize,
+        /// The tokens no step may remove: the system prompt, the newest user turn, the tool
+        /// schemas and the reply priming. When it is under the budget, a pipeline that
+        /// removes more would fit.
+        must_keep: usize,
     },
     /// A step failed.
     #[error(transparent)]
@@ -477,15 +481,23 @@ fn check_within(history: &History<'_>, budget: usize) -> Result<(), FitError> {
         parts.push(format!("the tool schemas and reply priming ({fixed} tokens)"));
     }
     if needed > budget {
-        return Err(FitError::CannotFit { what: parts.join(", "), needed, budget, over: needed - budget });
+        return Err(FitError::CannotFit {
+            what: parts.join(", "),
+            needed,
+            budget,
+            over: needed - budget,
+            must_keep: needed,
+        });
     }
     Err(FitError::CannotFit {
         what: format!(
-            "after the pipeline, the history (of which {} must be kept)",
-            if parts.is_empty() { "nothing".to_string() } else { parts.join(", ") }
+            "the history the pipeline left (only {needed} tokens of it must be kept{}: a pipeline \
+             that removes more fits it)",
+            if parts.is_empty() { String::new() } else { format!(", {}", parts.join(", ")) }
         ),
         needed: total,
         budget,
         over: total - budget,
+        must_keep: needed,
     })
 }

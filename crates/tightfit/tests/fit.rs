@@ -183,6 +183,26 @@ fn cannot_fit_says_what_and_by_how_much() {
 }
 
 #[test]
+fn a_pipeline_that_leaves_too_much_says_how_little_must_be_kept() {
+    // keep_last(10) leaves ten long exchanges; only the system prompt and the newest user turn
+    // must stay, and they fit
+    let mut messages = vec![json!({"role": "system", "content": "Be brief."})];
+    for i in 0..30 {
+        messages.push(json!({"role": "user", "content": format!("question {i} ") + &"word ".repeat(100)}));
+        messages.push(json!({"role": "assistant", "content": format!("answer {i} ") + &"word ".repeat(100)}));
+    }
+    messages.push(json!({"role": "user", "content": "the last question"}));
+    let conversation = conversation(json!(messages));
+    let pipeline = Pipeline::builder().step(tightfit::steps::KeepLast::messages(10)).build().unwrap();
+    let err = fit(&conversation, &Target::budget(500, counter()), Some(&pipeline)).unwrap_err();
+    let FitError::CannotFit { needed, must_keep, budget, .. } = &err else { panic!("{err}") };
+    assert!(*must_keep < *budget && *budget < *needed, "{must_keep} < {budget} < {needed}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("only {must_keep} tokens of it must be kept")), "{text}");
+    assert!(text.contains("a pipeline that removes more fits it"), "{text}");
+}
+
+#[test]
 fn a_broken_input_is_repaired_and_the_report_says_so() {
     let conversation = conversation(json!([
         {"role": "user", "content": "go"},

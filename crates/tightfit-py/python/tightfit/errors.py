@@ -56,15 +56,20 @@ class CannotFit(Error):
     """What must be kept does not fit the budget.
 
     ``what`` says what could not fit (``the system prompt (1204 tokens), the newest user turn
-    (3900 tokens)``), ``needed`` the tokens it needs, ``budget`` the budget, ``over`` by how much.
+    (3900 tokens)``), ``needed`` the tokens it needs, ``budget`` the budget, ``over`` by how much,
+    ``must_keep`` the tokens no step may remove (the system prompt, the newest user turn, tool
+    schemas and priming): under the budget, a pipeline that removes more would fit.
     """
 
-    def __init__(self, message: str, *, what: str = "", needed: int = 0, budget: int = 0, over: int = 0) -> None:
+    def __init__(
+        self, message: str, *, what: str = "", needed: int = 0, budget: int = 0, over: int = 0, must_keep: int = 0
+    ) -> None:
         super().__init__(message)
         self.what = what
         self.needed = needed
         self.budget = budget
         self.over = over
+        self.must_keep = must_keep
 
 
 class InvalidHistory(Error, ValueError):
