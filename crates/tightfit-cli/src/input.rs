@@ -13,8 +13,16 @@ use tightfit::models::{ModelInfo, Registry};
 pub struct Record {
     /// The 1-based line it starts on (1 for a single document).
     pub line: usize,
-    /// Its JSON text.
-    pub text: String,
+    /// Its JSON text, or why its bytes are not text (that record's error: the other lines of
+    /// a JSON Lines file are read as usual).
+    pub text: Result<String, String>,
+}
+
+/// `bytes` as text, or where they stop being UTF-8.
+fn utf8(bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        format!("not UTF-8 text: an invalid byte at byte {} of the line", e.utf8_error().valid_up_to() + 1)
+    })
 }
 
 /// Reads `path` (`-` for standard input) into records.
@@ -22,24 +30,27 @@ pub struct Record {
 /// A file is JSON Lines when its name ends in `.jsonl` or `.ndjson`, or when it is not one
 /// JSON document but its first line is; blank lines are skipped. Otherwise it is one document.
 pub fn read(path: &Path) -> anyhow::Result<(String, Vec<Record>)> {
-    let (name, text) = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("cannot read standard input")?;
-        ("<stdin>".to_string(), text)
+    let (name, bytes) = if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).context("cannot read standard input")?;
+        ("<stdin>".to_string(), bytes)
     } else {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        (path.display().to_string(), text)
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        (path.display().to_string(), bytes)
     };
     let by_extension = path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson");
-    let records = if by_extension || looks_like_json_lines(&text) {
-        text.lines()
+    let records = if by_extension || looks_like_json_lines(&String::from_utf8_lossy(&bytes)) {
+        bytes
+            .split(|&b| b == b'\n')
             .enumerate()
-            .filter(|(_, line)| !line.trim().is_empty())
-            .map(|(i, line)| Record { line: i + 1, text: line.to_string() })
+            .filter(|(_, line)| !line.trim_ascii().is_empty())
+            .map(|(i, line)| {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                Record { line: i + 1, text: utf8(line.to_vec()) }
+            })
             .collect()
     } else {
-        vec![Record { line: 1, text }]
+        vec![Record { line: 1, text: utf8(bytes) }]
     };
     Ok((name, records))
 }
@@ -56,7 +67,7 @@ fn looks_like_json_lines(text: &str) -> bool {
 
 /// Reads one record as a conversation; a syntax error names the line of the file.
 pub fn parse(record: &Record, hint: FormatHint) -> anyhow::Result<Conversation> {
-    format::parse_str(&record.text, hint).map_err(|e| located(e, record))
+    format::parse_str(text(record)?, hint).map_err(|e| located(e, record))
 }
 
 /// Reads one record as a conversation for its model (`fixed`, else the request body's
@@ -68,7 +79,7 @@ pub fn parse_for_model(
     registry: &Registry,
     fixed: Option<&ModelInfo>,
 ) -> anyhow::Result<Conversation> {
-    let value = format::read_json(&record.text).map_err(|e| located(e, record))?;
+    let value = format::read_json(text(record)?).map_err(|e| located(e, record))?;
     let hint = match hint {
         FormatHint::Auto => {
             let named = || value.get("model").and_then(Value::as_str).and_then(|m| registry.lookup(m).ok());
@@ -80,6 +91,11 @@ pub fn parse_for_model(
         other => other,
     };
     format::parse_value(value, hint).map_err(|e| located(e, record))
+}
+
+/// A record's text, or its error.
+fn text(record: &Record) -> anyhow::Result<&str> {
+    record.text.as_deref().map_err(|reason| anyhow!("{reason}"))
 }
 
 /// An error of a record, a syntax error at the line of the file.

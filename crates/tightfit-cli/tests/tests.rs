@@ -151,6 +151,24 @@ fn bad_lines_of_json_lines_are_named_and_the_rest_is_counted() {
 }
 
 #[test]
+fn a_line_that_is_not_utf8_is_that_line_s_error() {
+    let path = std::env::temp_dir().join(format!("tightfit-cli-{}-not-utf8.jsonl", std::process::id()));
+    let mut bytes = br#"[{"role": "user", "content": "one"}]"#.to_vec();
+    bytes.extend_from_slice(b"\n[{\"role\": \"user\", \"content\": \"tw\xffo\"}]\r\n");
+    bytes.extend_from_slice(br#"[{"role": "user", "content": "three"}]"#);
+    std::fs::write(&path, bytes).unwrap();
+    let output = tightfit(&["count", path.to_str().unwrap(), "--model", "gpt-4o", "--json"], None);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains(":2: not UTF-8 text: an invalid byte at byte"), "{}", stderr(&output));
+    let lines: Vec<u64> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, vec![1, 3]);
+}
+
+#[test]
 fn json_lines_with_a_broken_first_line_still_count_the_rest() {
     let input = concat!(
         r#"{"messages": [{"role": "user""#,
