@@ -331,9 +331,23 @@ fn main() -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
+        // the reader went away (`| head`): nothing more to say, as any filter would
+        Err(err) if closed_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("tightfit: {err:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether `err` comes from writing to a pipe whose reader closed it (directly, or through
+/// the JSON writer).
+fn closed_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        let kind = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => Some(io.kind()),
+            None => cause.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind),
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }

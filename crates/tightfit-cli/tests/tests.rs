@@ -169,6 +169,32 @@ fn a_line_that_is_not_utf8_is_that_line_s_error() {
 }
 
 #[test]
+fn a_reader_that_stops_early_ends_it_quietly() {
+    use std::io::{BufRead, BufReader};
+    let path = shared("data/extreme_long.jsonl");
+    for args in [
+        vec!["count", path.to_str().unwrap(), "--model", "gpt-4o", "--json"],
+        vec!["fit", path.to_str().unwrap(), "--model", "gpt-4o", "--budget", "100000"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tightfit"))
+            .args(&args)
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `| head -1`: one line read, then the pipe is closed
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with('{'), "{first}");
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{args:?}: {:?}", output.status);
+        let err = stderr(&output);
+        assert!(!err.contains("Broken pipe") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn json_lines_with_a_broken_first_line_still_count_the_rest() {
     let input = concat!(
         r#"{"messages": [{"role": "user""#,
