@@ -32,6 +32,9 @@ pub struct Options {
     pub json_report: bool,
     /// `--plan`: where the plans go, one JSON object per conversation.
     pub plan: Option<PathBuf>,
+    /// `--on-error keep`: a JSON Lines line that cannot be fitted is written as it came,
+    /// instead of an error record.
+    pub keep_failed: bool,
 }
 
 struct Fitted {
@@ -42,7 +45,10 @@ struct Fitted {
 }
 
 /// Fits every conversation of `file`; returns `Ok(false)` when some could not be fitted (each
-/// reported on standard error with its line; the others are still written).
+/// reported on standard error with its line; the others are still written). Of JSON Lines,
+/// output line k is always input line k's: a line that failed is an error record
+/// (`{"tightfit_error": {"line", "error"}}`) or, with `--on-error keep`, the line as it came;
+/// a closing line on standard error sums the file up.
 pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Options) -> anyhow::Result<bool> {
     let (name, records) = input::read(file)?;
     let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
@@ -52,7 +58,7 @@ pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Opti
         .map_init(Fitter::new, |fitter, record| {
             let result = fit_record(fitter, registry, fixed_model, pipeline, record, options);
             progress.inc(1);
-            result.map_err(|e| format!("{name}:{}: {e:#}", record.line))
+            result.map_err(|e| format!("{e:#}"))
         })
         .collect();
     progress.finish_and_clear();
@@ -73,9 +79,12 @@ pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Opti
     let mut err = stderr.lock();
     let single = records.len() == 1;
     let mut ok = true;
-    for result in &results {
+    let (mut failed, mut before, mut after) = (0, 0, 0);
+    for (record, result) in records.iter().zip(&results) {
         match result {
             Ok(f) => {
+                before += f.report.original_token_count;
+                after += f.report.compressed_token_count;
                 out.write_all(f.text.as_bytes())?;
                 out.write_all(b"\n")?;
                 if let Some(plans) = plans.as_mut() {
@@ -93,9 +102,42 @@ pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Opti
                 }
             }
             Err(e) => {
-                writeln!(err, "tightfit: {e}")?;
+                failed += 1;
                 ok = false;
+                if options.json_report {
+                    writeln!(err, "{}", json!({"line": record.line, "error": e}))?;
+                } else {
+                    writeln!(err, "tightfit: {name}:{}: {e}", record.line)?;
+                }
+                if !single {
+                    // the output stays line for line with the input
+                    match (&record.text, options.keep_failed) {
+                        (Ok(text), true) => out.write_all(text.as_bytes())?,
+                        _ => serde_json::to_writer(
+                            &mut out,
+                            &json!({"tightfit_error": {"line": record.line, "error": e}}),
+                        )?,
+                    }
+                    out.write_all(b"\n")?;
+                }
             }
+        }
+    }
+    if !single {
+        let done = records.len() - failed;
+        if options.json_report {
+            let summary = json!({"conversations": records.len(), "fitted": done, "failed": failed,
+                "tokens_before": before, "tokens_after": after});
+            writeln!(err, "{}", json!({ "summary": summary }))?;
+        } else {
+            writeln!(
+                err,
+                "{name}: {} conversations, {} fitted ({} -> {} tokens), {failed} failed",
+                thousands(records.len() as u64),
+                thousands(done as u64),
+                thousands(before as u64),
+                thousands(after as u64),
+            )?;
         }
     }
     out.flush()?;

@@ -65,7 +65,8 @@ enum Command {
     ///
     /// Without --preset or --config it runs the default ladder: lossless steps first, each
     /// only while over budget, ending in middle_out. JSON Lines in, JSON Lines out, fitted on
-    /// all cores; a line that cannot be fitted is reported and left out.
+    /// all cores, line for line: a line that cannot be fitted is reported and becomes an error
+    /// record (or stays as it came, --on-error keep); a closing line sums the file up.
     Fit {
         /// The conversation file, or `-` for standard input.
         file: PathBuf,
@@ -96,6 +97,11 @@ enum Command {
         /// this file, one JSON object per line.
         #[arg(long, value_name = "FILE")]
         plan: Option<PathBuf>,
+        /// What a JSON Lines line that cannot be fitted becomes in the output, which stays line
+        /// for line with the input: an error record (`{"tightfit_error": {...}}`), or the line
+        /// as it came (`keep`).
+        #[arg(long, value_enum, default_value_t = OnErrorArg::Record)]
+        on_error: OnErrorArg,
         /// The input's wire format.
         #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
         format: FormatArg,
@@ -187,6 +193,15 @@ enum Command {
     },
 }
 
+/// `fit --on-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnErrorArg {
+    /// An error record in the failed line's place.
+    Record,
+    /// The failed line as it came.
+    Keep,
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -275,6 +290,7 @@ fn main() -> ExitCode {
             output,
             report,
             plan,
+            on_error,
             format,
             models_file,
         } => registry(models_file.as_ref()).and_then(|registry| {
@@ -287,6 +303,7 @@ fn main() -> ExitCode {
                 output,
                 json_report: report == ReportArg::Json,
                 plan,
+                keep_failed: on_error == OnErrorArg::Keep,
             };
             fit_cmd::run(&registry, &pipeline, &file, &options)
         }),

@@ -128,7 +128,14 @@ fn real_json_lines_fit_in_parallel_in_their_order() {
             .collect();
         let outputs: Vec<Value> = out.read().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(inputs.len(), outputs.len());
-        assert_eq!(stderr(&output).lines().count(), inputs.len(), "a report line each");
+        let report = stderr(&output);
+        assert_eq!(report.lines().count(), inputs.len() + 1, "a report line each, and the closing summary");
+        let summary = report.lines().last().unwrap();
+        let n = inputs.len();
+        assert!(
+            summary.contains(&format!("{n} conversations, {n} fitted")) && summary.ends_with(", 0 failed"),
+            "{summary}"
+        );
         for (i, (input, output)) in inputs.iter().zip(&outputs).enumerate() {
             assert_eq!(input["id"], output["id"], "line {} keeps its place and its other fields", i + 1);
             let fitted = format::parse_value(output.clone(), FormatHint::Auto).unwrap();
@@ -236,4 +243,38 @@ fn a_budget_past_the_model_window_is_refused_unless_allowed() {
     assert!(stderr(&output).contains("input limit of 128000 tokens"), "{}", stderr(&output));
     let output = tightfit(&[&args[..], &["--allow-over-window"]].concat(), None);
     assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_json_lines_line_that_fails_keeps_its_place() {
+    let lines = [
+        r#"{"id": "a", "messages": [{"role": "user", "content": "one"}]}"#,
+        r#"{"id": "b", "messages": [{"role": "system", "content": "rule rule rule rule rule rule"}, {"role": "user", "content": "two"}]}"#,
+        r#"{"id": "c", "messages": [{"role": "user", "content": "three"}]}"#,
+    ];
+    let input = TempFile::new("lines.jsonl");
+    std::fs::write(input.path(), lines.join("\n")).unwrap();
+    // at 12 tokens the system prompt of line 2 alone is over
+    let fit = |extra: &[&str]| {
+        let args = [&["fit", input.path(), "--model", "gpt-4o", "--budget", "12"][..], extra].concat();
+        tightfit(&args, None)
+    };
+    let output = fit(&[]);
+    assert_eq!(output.status.code(), Some(1));
+    let out: Vec<Value> = stdout(&output).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(out.len(), 3, "line for line");
+    assert_eq!((out[0]["id"].as_str(), out[2]["id"].as_str()), (Some("a"), Some("c")));
+    assert_eq!(out[1]["tightfit_error"]["line"], 2);
+    assert!(out[1]["tightfit_error"]["error"].as_str().unwrap().contains("system prompt"), "{}", out[1]);
+    let summary = stderr(&output).lines().last().unwrap_or_default().to_string();
+    assert!(summary.ends_with(": 3 conversations, 2 fitted (16 -> 16 tokens), 1 failed"), "{summary}");
+    // --on-error keep: the line as it came
+    let kept = fit(&["--on-error", "keep"]);
+    assert_eq!(stdout(&kept).lines().nth(1), Some(lines[1]));
+    // a JSON report keeps its stream JSON: the error is a JSON line, then the summary
+    let json = fit(&["--report", "json"]);
+    let reports: Vec<Value> = stderr(&json).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(reports[1]["line"], 2);
+    assert!(reports[1]["error"].is_string());
+    assert_eq!(reports[3]["summary"]["failed"], 1);
 }
