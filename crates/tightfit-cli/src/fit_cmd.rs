@@ -39,6 +39,8 @@ pub struct Options {
 
 struct Fitted {
     line: usize,
+    /// The request body's `id`, if it has one.
+    id: Option<Value>,
     text: String,
     report: Report,
     plan: Plan,
@@ -95,6 +97,9 @@ pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Opti
                     let mut report = serde_json::to_value(&f.report)?;
                     if let Value::Object(map) = &mut report {
                         map.insert("line".into(), json!(f.line));
+                        if let Some(id) = &f.id {
+                            map.insert("id".into(), id.clone());
+                        }
                     }
                     writeln!(err, "{report}")?;
                 } else {
@@ -167,9 +172,10 @@ fn fit_record(
     let (report, plan) = (fitted.report, fitted.plan);
     let messages: Vec<_> = fitted.messages.into_iter().map(std::borrow::Cow::into_owned).collect();
     // the fitted messages in the input's envelope (request fields, tools)
+    let id = conversation.request.as_ref().and_then(|r| r.extra.get("id")).cloned();
     let output = Conversation { messages, ..conversation };
     let text = format::to_string(&output, output.format);
-    Ok(Fitted { line: record.line, text, report, plan })
+    Ok(Fitted { line: record.line, id, text, report, plan })
 }
 
 fn write_report(err: &mut impl Write, name: &str, f: &Fitted, single: bool) -> std::io::Result<()> {

@@ -274,6 +274,12 @@ fn a_json_lines_line_that_fails_keeps_its_place() {
     // a JSON report keeps its stream JSON: the error is a JSON line, then the summary
     let json = fit(&["--report", "json"]);
     let reports: Vec<Value> = stderr(&json).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        (reports[0]["line"].as_u64(), reports[0]["id"].as_str()),
+        (Some(1), Some("a")),
+        "{}",
+        reports[0]
+    );
     assert_eq!(reports[1]["line"], 2);
     assert!(reports[1]["error"].is_string());
     assert_eq!(reports[3]["summary"]["failed"], 1);

@@ -215,6 +215,31 @@ impl<'a> History<'a> {
         &self.step
     }
 
+    /// How many input messages have been dropped so far.
+    pub(crate) fn dropped_count(&self) -> usize {
+        self.dropped.len()
+    }
+
+    /// The input indices of the messages dropped since `dropped_count` was `from`, in order.
+    pub(crate) fn dropped_since(&self, from: usize) -> Vec<usize> {
+        let mut indices: Vec<usize> =
+            self.dropped[from.min(self.dropped.len())..].iter().map(|d| d.0).collect();
+        indices.sort_unstable();
+        indices
+    }
+
+    /// The input indices of the messages still here that `step` changed, in order.
+    pub(crate) fn changed_by(&self, step: &str) -> Vec<usize> {
+        self.meta
+            .iter()
+            .filter(|m| m.changes.iter().any(|c| &*c.step == step))
+            .filter_map(|m| match m.origin {
+                Origin::Input(i) => Some(i),
+                Origin::Inserted => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn set_step(&mut self, name: &str) {
         if *self.step != *name {
             self.step = Arc::from(name);

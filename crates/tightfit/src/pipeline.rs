@@ -57,17 +57,15 @@ impl Pipeline {
         let mut logs = Vec::new();
         for step in &self.steps {
             history.set_step(step.name());
-            let before = (history.len(), history.total_tokens(), history.revision());
+            let before = (history.len(), history.total_tokens(), history.revision(), history.dropped_count());
             step.apply(history, cx)?;
             repair::normalize(history);
             if history.revision() != before.2 {
-                logs.push(StepLog::new(
-                    step.name(),
-                    before.0,
-                    history.len(),
-                    before.1,
-                    history.total_tokens(),
-                ));
+                let mut log =
+                    StepLog::new(step.name(), before.0, history.len(), before.1, history.total_tokens());
+                log.removed = history.dropped_since(before.3);
+                log.changed = history.changed_by(step.name());
+                logs.push(log);
             }
         }
         Ok(logs)

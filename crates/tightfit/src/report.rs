@@ -17,6 +17,12 @@ pub struct StepLog {
     pub tokens_before: usize,
     /// Tokens after.
     pub tokens_after: usize,
+    /// The input indices of the messages it removed, in order.
+    #[serde(default)]
+    pub removed: Vec<usize>,
+    /// The input indices of the messages it changed (cut, replaced, rewrote), in order.
+    #[serde(default)]
+    pub changed: Vec<usize>,
 }
 
 impl StepLog {
@@ -27,7 +33,15 @@ impl StepLog {
         tokens_before: usize,
         tokens_after: usize,
     ) -> StepLog {
-        StepLog { step: step.to_string(), messages_before, messages_after, tokens_before, tokens_after }
+        StepLog {
+            step: step.to_string(),
+            messages_before,
+            messages_after,
+            tokens_before,
+            tokens_after,
+            removed: Vec::new(),
+            changed: Vec::new(),
+        }
     }
 
     /// The log line: `keep_last: 40 -> 12 messages, 9,210 -> 2,004 tokens`.

@@ -459,3 +459,36 @@ fn a_blank_prefill_that_stops_being_final_goes() {
     assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
     assert!(fitted.messages.iter().any(|m| m.text_content().contains("omitted]")), "the placeholder is sent");
 }
+
+#[test]
+fn the_report_says_which_input_messages_each_step_removed_and_changed() {
+    use std::collections::BTreeSet;
+    let mut acted = BTreeSet::new();
+    for file in data_files() {
+        for line in lines(&file).iter().take(3) {
+            let conversation = format::parse_str(line, FormatHint::Auto).unwrap();
+            let Ok(fitted) = fit(&conversation, &Target::budget(4_096, counter()), None) else { continue };
+            let sent: BTreeSet<usize> = fitted.plan.output.iter().filter_map(|e| e.input).collect();
+            let rewritten: BTreeSet<usize> =
+                fitted.plan.output.iter().filter(|e| e.message.is_some()).filter_map(|e| e.input).collect();
+            let mut removed = BTreeSet::new();
+            for step in &fitted.report.steps {
+                assert!(step.removed.windows(2).all(|w| w[0] < w[1]), "{}: in order", step.step);
+                for &i in &step.removed {
+                    assert!(removed.insert(i), "{}: message {i} removed twice", step.step);
+                }
+                // what a step changed is sent changed, unless a later step removed it
+                for &i in &step.changed {
+                    assert!(rewritten.contains(&i) || !sent.contains(&i), "{}: message {i}", step.step);
+                }
+                if !step.removed.is_empty() || !step.changed.is_empty() {
+                    acted.insert(step.step.clone());
+                }
+            }
+            let missing: BTreeSet<usize> =
+                (0..conversation.messages.len()).filter(|i| !sent.contains(i)).collect();
+            assert_eq!(removed, missing, "{}: the removed indices are the messages not sent", file.display());
+        }
+    }
+    assert!(acted.len() >= 2, "several steps acted: {acted:?}");
+}
