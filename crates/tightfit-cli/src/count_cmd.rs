@@ -166,7 +166,7 @@ fn to_json(c: &Counted) -> Value {
         .zip(&c.count.per_message)
         .enumerate()
         .map(|(index, (role, tokens))| {
-            json!({"index": index, "role": role, "tokens": tokens, "share": round(share(*tokens, total as u64))})
+            json!({"index": index, "role": role, "tokens": tokens, "percent": round(share(*tokens, total as u64))})
         })
         .collect();
     let roles: serde_json::Map<String, Value> =
@@ -179,7 +179,7 @@ fn to_json(c: &Counted) -> Value {
         "counter": c.counter,
         "exact": c.exact,
         "total": total,
-        "window_share": round(share(total, c.model.context_window)),
+        "window_percent": round(share(total, c.model.context_window)),
         "tools": c.count.tools,
         "priming": c.count.priming,
         "by_role": roles,

@@ -62,6 +62,15 @@ fn count_of_the_shipped_example_matches_the_engine() {
         report["messages"].as_array().unwrap().iter().map(|m| m["tokens"].as_u64().unwrap()).collect();
     assert_eq!(per_message, count.per_message.iter().map(|&n| n as u64).collect::<Vec<_>>());
     assert_eq!(report["messages"][3]["role"], "tool");
+    // shares are percentages, and say so: of the model's window, of the conversation
+    let percent = report["window_percent"].as_f64().unwrap();
+    assert!((percent - count.total as f64 * 100.0 / 128_000.0).abs() < 0.01, "{percent}");
+    let of_total: f64 =
+        report["messages"].as_array().unwrap().iter().map(|m| m["percent"].as_f64().unwrap()).sum();
+    assert!(
+        (of_total - 100.0 * per_message_total(&count) as f64 / count.total as f64).abs() < 0.1,
+        "{of_total}"
+    );
     let by_role_sum: u64 = report["by_role"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(by_role_sum, per_message.iter().sum::<u64>());
 
@@ -242,4 +251,8 @@ fn a_huggingface_tokenizer_file_replaces_the_model_counter() {
     assert_eq!(report["total"], 3 + 1 + 3 + 3);
     assert!(report["counter"].as_str().unwrap().starts_with("hf:"));
     assert_eq!(report["exact"], true);
+}
+
+fn per_message_total(count: &tightfit::tokens::Count) -> usize {
+    count.per_message.iter().sum()
 }
