@@ -18,10 +18,10 @@ pub struct Record {
     pub text: Result<String, String>,
 }
 
-/// `bytes` as text, or where they stop being UTF-8.
-fn utf8(bytes: Vec<u8>) -> Result<String, String> {
+/// `bytes` (a line, or the whole file) as text, or where they stop being UTF-8.
+fn utf8(bytes: Vec<u8>, of: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
-        format!("not UTF-8 text: an invalid byte at byte {} of the line", e.utf8_error().valid_up_to() + 1)
+        format!("not UTF-8 text: an invalid byte at byte {} of the {of}", e.utf8_error().valid_up_to() + 1)
     })
 }
 
@@ -46,11 +46,11 @@ pub fn read(path: &Path) -> anyhow::Result<(String, Vec<Record>)> {
             .filter(|(_, line)| !line.trim_ascii().is_empty())
             .map(|(i, line)| {
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
-                Record { line: i + 1, text: utf8(line.to_vec()) }
+                Record { line: i + 1, text: utf8(line.to_vec(), "line") }
             })
             .collect()
     } else {
-        vec![Record { line: 1, text: utf8(bytes) }]
+        vec![Record { line: 1, text: utf8(bytes, "file") }]
     };
     Ok((name, records))
 }
