@@ -64,8 +64,8 @@ pub(crate) fn count(
     format: Option<&str>,
 ) -> PyResult<PyCount> {
     let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
-    let raw =
-        RawInput::read(&args::messages(messages)?, tools, format)?.preferring(Some(model_format(model)));
+    let raw = RawInput::read_history_or_body(&args::messages(messages)?, tools, format)?
+        .preferring(Some(model_format(model)));
     let counted = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;

@@ -3,7 +3,7 @@
 //! message model without it ([`RawInput::parse`]).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{json, Value};
 use tightfit::format::{parse_value, Format, FormatHint};
 use tightfit::message::Tool;
@@ -29,6 +29,27 @@ pub(crate) struct RawInput {
 }
 
 impl RawInput {
+    /// [`read`](RawInput::read), also taking a request body (a dict with `messages`, and
+    /// `system`, `tools` as the provider's API has them) where only a count or a check is
+    /// wanted, not messages handed back.
+    pub(crate) fn read_history_or_body(
+        messages: &Bound<'_, PyAny>,
+        tools: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+    ) -> Result<RawInput, Failure> {
+        if !messages.is_instance_of::<PyDict>() {
+            return RawInput::read(messages, tools, format);
+        }
+        let body =
+            to_value(messages).map_err(|e| Failure::Format { path: e.path(""), reason: e.reason.clone() })?;
+        Ok(RawInput {
+            messages: body,
+            tools: tools_value(tools)?,
+            format: format_arg(format, "format")?,
+            preferred: None,
+        })
+    }
+
     /// Copies `messages` (a list or tuple of dicts) and `tools` (a list of schemas or `None`)
     /// out of Python. Needs the GIL; costs one walk over the data.
     pub(crate) fn read(
@@ -38,7 +59,14 @@ impl RawInput {
     ) -> Result<RawInput, Failure> {
         if !(messages.is_instance_of::<PyList>() || messages.is_instance_of::<PyTuple>()) {
             let found = messages.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            return Err(Failure::Type(format!("messages: expected a list of message dicts, found {found}")));
+            return Err(Failure::Type(format!(
+                "messages: expected a list of message dicts, found {found}{}",
+                if messages.is_instance_of::<PyDict>() {
+                    " (for a request body, pass body[\"messages\"])"
+                } else {
+                    ""
+                }
+            )));
         }
         let format = format_arg(format, "format")?;
         let messages = to_value(messages)
@@ -62,7 +90,10 @@ impl RawInput {
             (None, None) => FormatHint::Auto,
         };
         let mut conversation = parse_value(self.messages, hint)?;
-        conversation.tools = parse_tools(self.tools, conversation.format)?;
+        // tools given beside the messages; a request body's own stay when none are
+        if self.tools.is_some() {
+            conversation.tools = parse_tools(self.tools, conversation.format)?;
+        }
         Ok(conversation)
     }
 }

@@ -20,7 +20,7 @@ pub(crate) fn validate(
 ) -> PyResult<Vec<Violation>> {
     let provider: Option<Format> = format_arg(provider, "provider")?;
     // plain messages are read in the format of the provider they are checked for
-    let raw = RawInput::read(&args::messages(messages)?, None, format)?.preferring(provider);
+    let raw = RawInput::read_history_or_body(&args::messages(messages)?, None, format)?.preferring(provider);
     let violations = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;

@@ -79,3 +79,21 @@ def test_anthropic_messages_are_detected_and_counted() -> None:
 def test_acount_gives_the_same_count() -> None:
     messages = records("agent_swe_agent_demos.jsonl")[0]["messages"]
     assert asyncio.run(tightfit.acount(messages)).total == tightfit.count(messages).total
+
+
+def test_a_request_body_is_counted_with_its_system_prompt_and_tools() -> None:
+    tools = [{"type": "function", "function": {"name": "lookup", "description": "Find a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+    messages = [{"role": "user", "content": "Weather in Paris?"}]
+    body = {"model": "gpt-4o", "messages": messages, "tools": tools}
+    assert tightfit.count(body, "gpt-4o").total == tightfit.count(messages, "gpt-4o", tools=tools).total
+    # Anthropic's system prompt is a field of the request
+    anthropic = {"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": messages}
+    as_list = [{"role": "system", "content": "Be brief."}, *messages]
+    assert (
+        tightfit.count(anthropic, "claude-sonnet-4-5").total
+        == tightfit.count(as_list, "claude-sonnet-4-5", format="anthropic").total
+    )
+    assert tightfit.validate(anthropic) == []
+    # fit hands messages back: it takes the list, and says so
+    with pytest.raises(TypeError, match=r'body\["messages"\]'):
+        tightfit.fit(body, "gpt-4o")  # type: ignore[arg-type]

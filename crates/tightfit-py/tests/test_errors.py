@@ -91,8 +91,10 @@ def test_tool_schema_errors_name_the_tool() -> None:
 def test_wrong_python_types_are_type_errors() -> None:
     with pytest.raises(TypeError, match="messages: expected a list of message dicts, found str"):
         tightfit.fit("hello")
+    # count and validate read a request body too; fit hands messages
+    # back, so it takes the list and says where it is
     with pytest.raises(TypeError, match="found dict"):
-        tightfit.count({"messages": HI})
+        tightfit.fit({"messages": HI})
     with pytest.raises(TypeError, match=r"steps\[1\]: expected a step"):
         tightfit.Pipeline([tightfit.KeepLast(3), 42])
 
