@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 use tightfit::fit::Target;
 use tightfit::format::{Conversation, FormatHint};
-use tightfit::models::{ModelInfo, Registry};
+use tightfit::models::Registry;
 use tightfit::simulate::{self, PolicyRow, PolicySpec, Pricing, Stream};
 use tightfit::units::turn_ends;
 
@@ -48,8 +48,9 @@ pub fn run(registry: &Registry, files: &[PathBuf], options: &Options) -> anyhow:
     } else {
         options.policies.iter().map(|p| PolicySpec::parse(p)).collect::<Result<_, _>>()?
     };
-    let fixed = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
-    let conversations = read_all(files, options, registry, fixed)?;
+    // read by their shape (or --format), not by the model: a stream is replayed as it was
+    // recorded, whichever model's prices it is billed at
+    let conversations = read_all(files, options)?;
     let model_name = match &options.model {
         Some(m) => m.clone(),
         None => conversations
@@ -127,12 +128,7 @@ pub fn run(registry: &Registry, files: &[PathBuf], options: &Options) -> anyhow:
     Ok(!broken)
 }
 
-fn read_all(
-    files: &[PathBuf],
-    options: &Options,
-    registry: &Registry,
-    fixed: Option<&ModelInfo>,
-) -> anyhow::Result<Vec<Conversation>> {
+fn read_all(files: &[PathBuf], options: &Options) -> anyhow::Result<Vec<Conversation>> {
     let mut conversations = Vec::new();
     for file in files {
         let (name, records) = input::read(file)?;
@@ -140,10 +136,8 @@ fn read_all(
             if options.line.is_some_and(|line| line != record.line) {
                 continue;
             }
-            conversations.push(
-                input::parse_for_model(record, options.hint, registry, fixed)
-                    .with_context(|| format!("{name}:{}", record.line))?,
-            );
+            conversations
+                .push(input::parse(record, options.hint).with_context(|| format!("{name}:{}", record.line))?);
         }
     }
     if conversations.is_empty() {
