@@ -20,7 +20,7 @@ use tightfit_store::SqliteStore;
 use crate::args;
 use crate::errors::{guard, Failure};
 use crate::fit::FitResult;
-use crate::input::{format_arg, model_format, parse_tools, tools_value, RawInput};
+use crate::input::{format_arg, parse_tools, tools_value, RawInput};
 use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
 
@@ -97,7 +97,9 @@ pub(crate) struct PySession {
     store: String,
     /// The messages of the latest call (see `memo.rs`).
     memo: Mutex<ReadMemo>,
-    /// The format plain messages are read in: the model's.
+    /// The format plain messages are read in: OpenAI's, whatever the model, until a session
+    /// replays repaired histories (read as Anthropic, two user turns in a row are merged by
+    /// the repair pass, and the replay refuses what it changed: a compaction every turn).
     preferred: Format,
 }
 
@@ -155,13 +157,7 @@ impl PySession {
         if let Some(pricing) = Pricing::of(info) {
             inner = inner.with_pricing(pricing);
         }
-        Ok(PySession {
-            inner,
-            model,
-            store: described,
-            memo: Mutex::default(),
-            preferred: model_format(info),
-        })
+        Ok(PySession { inner, model, store: described, memo: Mutex::default(), preferred: Format::OpenAi })
     }
 
     /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
@@ -218,23 +214,11 @@ impl PySession {
         FitResult::new(py, messages, report, plan)
     }
 
-    /// The key `fit` gives `messages` when it is given none, for a session of `model` (plain
-    /// messages are read in its format: OpenAI's when `None`).
+    /// The key `fit` gives `messages` when it is given none.
     #[staticmethod]
-    #[pyo3(signature = (messages, *, format = None, model = None))]
-    fn key_of(
-        py: Python<'_>,
-        messages: &Bound<'_, PyAny>,
-        format: Option<&str>,
-        model: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let preferred = match model {
-            Some(model) => {
-                Some(model_format(Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?))
-            }
-            None => None,
-        };
-        let raw = RawInput::read(&args::messages(messages)?, None, format)?.preferring(preferred);
+    #[pyo3(signature = (messages, *, format = None))]
+    fn key_of(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<String> {
+        let raw = RawInput::read(&args::messages(messages)?, None, format)?;
         Ok(py.detach(|| guard(|| Ok(Session::key_of(&raw.parse()?))))?)
     }
 
