@@ -206,33 +206,25 @@ fn presets_and_configuration_files_choose_the_pipeline() {
 
 #[test]
 fn a_plain_claude_body_is_read_as_anthropic() {
+    // the format `fit` reads `input` in, by its plan
+    let format_read = |input: &str, extra: &[&str]| {
+        let file = TempFile::new("plain-body.json");
+        std::fs::write(file.path(), input).unwrap();
+        let plan = TempFile::new("plain-body.plan.jsonl");
+        let output = tightfit(&[&["fit", file.path(), "--plan", plan.path()][..], extra].concat(), None);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_str::<tightfit::Plan>(plan.read().trim()).unwrap().format
+    };
     // nothing in the messages belongs to one format only: the model's API decides
     let body = r#"{"model": "claude-sonnet-4-5", "max_tokens": 512, "messages": [
         {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"},
         {"role": "user", "content": "Tell me more"}]}"#;
-    let file = TempFile::new("claude-body.json");
-    std::fs::write(file.path(), body).unwrap();
-    let plan = TempFile::new("claude-body.plan.jsonl");
-    let output = tightfit(&["fit", file.path(), "--plan", plan.path()], None);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let plan: tightfit::Plan = serde_json::from_str(plan.read().trim()).unwrap();
-    assert_eq!(plan.format, "anthropic");
+    assert_eq!(format_read(body, &[]), "anthropic");
     // the same messages for an OpenAI model stay OpenAI's
-    let openai = body.replace("claude-sonnet-4-5", "gpt-4o");
-    std::fs::write(file.path(), openai).unwrap();
-    let plan_file = TempFile::new("openai-body.plan.jsonl");
-    let output = tightfit(&["fit", file.path(), "--plan", plan_file.path()], None);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let plan: tightfit::Plan = serde_json::from_str(plan_file.read().trim()).unwrap();
-    assert_eq!(plan.format, "openai");
+    assert_eq!(format_read(&body.replace("claude-sonnet-4-5", "gpt-4o"), &[]), "openai");
     // and `--model` decides for a bare list
     let list = r#"[{"role": "user", "content": "Hello"}]"#;
-    std::fs::write(file.path(), list).unwrap();
-    let output =
-        tightfit(&["fit", file.path(), "--model", "claude-sonnet-4-5", "--plan", plan_file.path()], None);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let plan: tightfit::Plan = serde_json::from_str(plan_file.read().trim()).unwrap();
-    assert_eq!(plan.format, "anthropic");
+    assert_eq!(format_read(list, &["--model", "claude-sonnet-4-5"]), "anthropic");
 }
 
 #[test]

@@ -97,10 +97,6 @@ pub(crate) struct PySession {
     store: String,
     /// The messages of the latest call (see `memo.rs`).
     memo: Mutex<ReadMemo>,
-    /// The format plain messages are read in: OpenAI's, whatever the model, until a session
-    /// replays repaired histories (read as Anthropic, two user turns in a row are merged by
-    /// the repair pass, and the replay refuses what it changed: a compaction every turn).
-    preferred: Format,
 }
 
 #[pymethods]
@@ -157,7 +153,7 @@ impl PySession {
         if let Some(pricing) = Pricing::of(info) {
             inner = inner.with_pricing(pricing);
         }
-        Ok(PySession { inner, model, store: described, memo: Mutex::default(), preferred: Format::OpenAi })
+        Ok(PySession { inner, model, store: described, memo: Mutex::default() })
     }
 
     /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
@@ -178,7 +174,10 @@ impl PySession {
         // the messages of the previous call, taken back where the caller's dicts hash alike,
         // taken in a statement of its own: the lock is not held while Python data is read
         let mut taken = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()));
-        let memo = taken.read(messages, format, self.preferred)?;
+        // plain messages are read as OpenAI's, whatever the model, until a session replays
+        // repaired histories (read as Anthropic, two user turns in a row are merged by the
+        // repair pass, and the replay refuses what it changed: a compaction every turn)
+        let memo = taken.read(messages, format, Format::OpenAi)?;
         let (report, plan) = match memo {
             Some(read) => {
                 let tools = tools_value(tools)?;
@@ -200,8 +199,7 @@ impl PySession {
             // not JSON data, or read before in another format: read in full (and say what
             // is wrong, if anything)
             None => {
-                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?
-                    .preferring(Some(self.preferred));
+                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?;
                 py.detach(|| {
                     guard(|| {
                         let conversation = raw.parse()?;
