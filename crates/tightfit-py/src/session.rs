@@ -20,7 +20,7 @@ use tightfit_store::SqliteStore;
 use crate::args;
 use crate::errors::{guard, Failure};
 use crate::fit::FitResult;
-use crate::input::{format_arg, parse_tools, tools_value, RawInput};
+use crate::input::{format_arg, model_format, parse_tools, tools_value, RawInput};
 use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
 
@@ -97,6 +97,8 @@ pub(crate) struct PySession {
     store: String,
     /// The messages of the latest call (see `memo.rs`).
     memo: Mutex<ReadMemo>,
+    /// The format plain messages are read in: the model's.
+    preferred: Format,
 }
 
 #[pymethods]
@@ -153,7 +155,13 @@ impl PySession {
         if let Some(pricing) = Pricing::of(info) {
             inner = inner.with_pricing(pricing);
         }
-        Ok(PySession { inner, model, store: described, memo: Mutex::default() })
+        Ok(PySession {
+            inner,
+            model,
+            store: described,
+            memo: Mutex::default(),
+            preferred: model_format(info),
+        })
     }
 
     /// Fits `messages`, the whole history of this turn, as conversation `key` (by default a
@@ -174,10 +182,7 @@ impl PySession {
         // the messages of the previous call, taken back where the caller's dicts hash alike,
         // taken in a statement of its own: the lock is not held while Python data is read
         let mut taken = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|p| p.into_inner()));
-        // plain messages are read as OpenAI's, whatever the model, until a session replays
-        // repaired histories (read as Anthropic, two user turns in a row are merged by the
-        // repair pass, and the replay refuses what it changed: a compaction every turn)
-        let memo = taken.read(messages, format, Format::OpenAi)?;
+        let memo = taken.read(messages, format, self.preferred)?;
         let (report, plan) = match memo {
             Some(read) => {
                 let tools = tools_value(tools)?;
@@ -199,7 +204,8 @@ impl PySession {
             // not JSON data, or read before in another format: read in full (and say what
             // is wrong, if anything)
             None => {
-                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?;
+                let raw = RawInput::read(messages, tools, format.map(|f| f.as_str()))?
+                    .preferring(Some(self.preferred));
                 py.detach(|| {
                     guard(|| {
                         let conversation = raw.parse()?;
@@ -212,11 +218,23 @@ impl PySession {
         FitResult::new(py, messages, report, plan)
     }
 
-    /// The key `fit` gives `messages` when it is given none.
+    /// The key `fit` gives `messages` when it is given none, for a session of `model` (plain
+    /// messages are read in its format: OpenAI's when `None`).
     #[staticmethod]
-    #[pyo3(signature = (messages, *, format = None))]
-    fn key_of(py: Python<'_>, messages: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<String> {
-        let raw = RawInput::read(&args::messages(messages)?, None, format)?;
+    #[pyo3(signature = (messages, *, format = None, model = None))]
+    fn key_of(
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        format: Option<&str>,
+        model: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let preferred = match model {
+            Some(model) => {
+                Some(model_format(Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?))
+            }
+            None => None,
+        };
+        let raw = RawInput::read(&args::messages(messages)?, None, format)?.preferring(preferred);
         Ok(py.detach(|| guard(|| Ok(Session::key_of(&raw.parse()?))))?)
     }
 

@@ -205,8 +205,9 @@ def test_plain_messages_are_read_in_the_format_of_the_model() -> None:
     plain = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "More"}]
     assert tightfit.fit(plain, "claude-sonnet-4-5").plan.format == "anthropic"
     assert tightfit.fit(plain, "gpt-4o").plan.format == "openai"
-    # a session reads by shape until it replays repaired histories (see tightfit-py/src/session.rs)
-    assert tightfit.Session("claude-sonnet-4-5").fit(plain).plan.format == "openai"
+    assert tightfit.Session("claude-sonnet-4-5").fit(plain).plan.format == "anthropic"
+    key = tightfit.Session("claude-sonnet-4-5").fit(plain).report.session.key
+    assert tightfit.Session.key_of(plain, model="claude-sonnet-4-5") == key != tightfit.Session.key_of(plain)
     calls = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},

@@ -484,3 +484,22 @@ def test_nesting_is_bounded_as_for_a_stateless_fit() -> None:
     session = tightfit.Session(MODEL, budget=10_000)
     assert accepted(session.fit, limit - 1)
     assert not accepted(session.fit, limit)
+
+
+def test_a_claude_session_replays_plain_chats_with_two_user_turns_in_a_row() -> None:
+    """Plain messages are read in the model's format: for Claude, two user turns in a row are
+    merged by the repair pass every turn, and the session still replays its decision instead of
+    compacting each turn."""
+    chats = [r["messages"] for r in records("chat_aider_sessions.jsonl")[:60]]
+    stream: Messages = [m for chat in chats for m in chat if m["role"] != "system"]
+    assert any(a["role"] == b["role"] == "user" for a, b in zip(stream, stream[1:])), "the stream has user turns in a row"
+    session = tightfit.Session("claude-sonnet-4-5", budget=6_000)
+    ends = [end for end in range(1, len(stream) + 1) if stream[end - 1]["role"] != "assistant"]
+    compactions = 0
+    for end in ends:
+        result = session.fit(stream[:end])
+        assert result.plan.format == "anthropic"
+        assert result.report.compressed_token_count <= 6_000
+        assert tightfit.validate(result.messages, provider="anthropic") == []
+        compactions += result.report.session.compacted
+    assert 0 < compactions * 5 <= len(ends), f"{compactions} compactions in {len(ends)} turns"

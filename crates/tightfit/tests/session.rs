@@ -330,3 +330,71 @@ fn anthropic_cache_breakpoints_are_placed_when_asked_and_the_plan_still_replays(
     let fitted = with_marks().fit(&own).unwrap();
     assert_eq!(cache_marks(&fitted.messages).len(), 1, "only the caller's own mark");
 }
+
+/// A chat of `exchanges` rounds in `format`'s JSON, each round `round(i)` messages.
+fn chat_json(exchanges: usize, round: impl Fn(usize) -> Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    (0..exchanges).flat_map(round).collect()
+}
+
+#[test]
+fn a_history_the_repair_pass_changes_is_replayed_not_compacted_every_turn() {
+    use serde_json::json;
+    let words = |who: &str, i: usize| format!("{who} {i}: {}", "the quick brown fox jumps ".repeat(12));
+    // Anthropic: two user turns in a row, merged by the repair pass every turn
+    let anthropic = chat_json(60, |i| {
+        vec![
+            json!({"role": "user", "content": words("question", i)}),
+            json!({"role": "user", "content": words("and also", i)}),
+            json!({"role": "assistant", "content": words("answer", i)}),
+        ]
+    });
+    // OpenAI: a tool result whose call a framework trimmed away, dropped by the repair pass
+    let mut openai = vec![
+        json!({"role": "system", "content": "You are terse."}),
+        json!({"role": "tool", "tool_call_id": "call_gone", "content": "orphan output"}),
+    ];
+    openai.extend(chat_json(60, |i| {
+        vec![
+            json!({"role": "user", "content": words("question", i)}),
+            json!({"role": "assistant", "content": words("answer", i)}),
+        ]
+    }));
+    for (format, model, messages) in
+        [(Format::Anthropic, "claude-sonnet-4-5", anthropic), (Format::OpenAi, "gpt-4o", openai)]
+    {
+        let conversation =
+            parse_str(&serde_json::Value::Array(messages).to_string(), FormatHint::Exactly(format)).unwrap();
+        let session = Session::new(target(model, 2_500), Policy::cache(), Arc::new(MemoryStore::new()));
+        // from the first user turn on (the orphan alone is a request of nothing)
+        let ends: Vec<usize> = turn_ends(&conversation.messages).into_iter().filter(|&e| e > 2).collect();
+        let (mut compactions, mut previous): (usize, Vec<String>) = (0, Vec::new());
+        for &end in &ends {
+            let turn = prefix(&conversation, end);
+            let fitted = session.fit(&turn).unwrap_or_else(|e| panic!("{format:?} at {end}: {e}"));
+            assert!(fitted.report.compressed_token_count <= 2_500);
+            assert_eq!(validate(&fitted.messages, format), vec![], "{format:?} at {end}");
+            // the newest words are sent, merged into the turn before or not
+            let newest = turn.messages[end - 1].text_content();
+            assert!(fitted.messages.last().unwrap().text_content().contains(&newest), "{format:?} at {end}");
+            let sent = wire(&fitted.messages, format);
+            if fitted.report.session.as_ref().unwrap().compacted {
+                compactions += 1;
+            } else if !previous.is_empty() {
+                // the previous request stays, but for its last message (a user turn the newest
+                // one was merged into)
+                let stable = previous.len() - 1;
+                assert_eq!(
+                    sent[..stable],
+                    previous[..stable],
+                    "{format:?} at {end}: the request extends the previous one"
+                );
+            }
+            previous = sent;
+        }
+        assert!(
+            compactions * 5 <= ends.len(),
+            "{format:?}: {compactions} compactions in {} turns",
+            ends.len()
+        );
+    }
+}

@@ -350,9 +350,10 @@ class Session:
         return await asyncio.to_thread(self._native.fit, messages, tools=tools, key=key, format=format)
 
     @staticmethod
-    def key_of(messages: Messages, *, format: str | None = None) -> str:
-        """The key :meth:`fit` gives ``messages`` when it is given none."""
-        return _native.Session.key_of(messages, format=format)
+    def key_of(messages: Messages, *, format: str | None = None, model: str | None = None) -> str:
+        """The key :meth:`fit` gives ``messages`` when it is given none, for a session of ``model``
+        (plain messages are read in that model's format; OpenAI's when ``None``)."""
+        return _native.Session.key_of(messages, format=format, model=model)
 
     def forget(self, key: str) -> None:
         """Forgets conversation ``key``, in memory and in the store: its next turn starts afresh."""
