@@ -29,6 +29,7 @@ use crate::format::{Conversation, Format};
 use crate::history::{History, Keep};
 use crate::message::Message;
 use crate::models::ModelInfo;
+use crate::offload;
 use crate::params::ConfigError;
 use crate::pipeline::Pipeline;
 use crate::plan::Plan;
@@ -36,6 +37,7 @@ use crate::presets;
 use crate::repair::{repair, Repair};
 use crate::report::Report;
 use crate::steps::{StepContext, StepError, Trace};
+use crate::store::{Store, StoreError};
 use crate::tokens::{ChatCounter, CountCache, TokenCounter};
 use crate::validate::{validate, Violation};
 
@@ -142,6 +144,9 @@ pub enum FitError {
     /// A step failed.
     #[error(transparent)]
     Step(#[from] StepError),
+    /// What was removed could not be offloaded: the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// The output breaks the provider's rules (a step left it broken, or the input broke a
     /// rule the repair pass does not fix).
     #[error("the fitted history is not valid for {provider}: {first} ({count} violations)")]
@@ -335,35 +340,7 @@ impl Fitter {
         services: Services<'_>,
     ) -> Result<Fitted<'a>, FitError> {
         let provider = options.provider.unwrap_or(conversation.format);
-        let mut cx = StepContext::new(provider)
-            .with_budget(options.aim.or(options.budget))
-            .with_window(options.window);
-        if let Some(trace) = services.trace {
-            cx = cx.with_trace(trace);
-        }
         let input = conversation.messages.as_slice();
-        let uncounted;
-        let (counter, cache) = if options.count {
-            (counter, std::mem::take(&mut self.cache))
-        } else {
-            // counts of nothing are not worth remembering
-            uncounted = ChatCounter::new(Arc::new(Uncounted), counter.framing());
-            (&uncounted, CountCache::new())
-        };
-        let fingerprints = services.fingerprints.filter(|_| options.count);
-        let mut history = History::fingerprinted(
-            input,
-            fingerprints,
-            conversation.tools.as_deref(),
-            counter,
-            cache,
-            provider,
-        );
-        let (tokens_before, messages_before) = (history.total_tokens(), history.len());
-        let repairs = match &options.repair {
-            Some(how) if !validate(input, provider).is_empty() => repair(&mut history, how),
-            _ => Vec::new(),
-        };
         let ladder;
         let pipeline = match pipeline {
             Some(p) => p,
@@ -372,9 +349,62 @@ impl Fitter {
                 &ladder
             }
         };
-        let result = pipeline.run(&mut history, &cx);
+        let uncounted;
+        let counter = if options.count {
+            counter
+        } else {
+            // counts of nothing are not worth remembering
+            uncounted = ChatCounter::new(Arc::new(Uncounted), counter.framing());
+            &uncounted
+        };
+        let fingerprints = services.fingerprints.filter(|_| options.count);
+        let budget = options.budget.filter(|_| options.enforce_budget);
+        // a run with offloading is made again, aiming lower, when its notes push it past the
+        // budget (see `offload`)
+        let mut aim = options.aim.or(options.budget);
+        let mut attempt = 1;
+        let (history, tokens_before, messages_before, repairs, result, offloaded, blobs) = loop {
+            let mut cx = StepContext::new(provider).with_budget(aim).with_window(options.window);
+            if let Some(trace) = services.trace {
+                cx = cx.with_trace(trace);
+            }
+            let cache = if options.count { std::mem::take(&mut self.cache) } else { CountCache::new() };
+            let mut history = History::fingerprinted(
+                input,
+                fingerprints,
+                conversation.tools.as_deref(),
+                counter,
+                cache,
+                provider,
+            );
+            let (tokens_before, messages_before) = (history.total_tokens(), history.len());
+            let repairs = match &options.repair {
+                Some(how) if !validate(input, provider).is_empty() => repair(&mut history, how),
+                _ => Vec::new(),
+            };
+            let result = pipeline.run(&mut history, &cx);
+            let steps_left = history.total_tokens();
+            let (offloaded, blobs) = match (services.offload, &result) {
+                (Some(_), Ok(_)) => offload::annotate(&mut history, input),
+                _ => (Vec::new(), Vec::new()),
+            };
+            let over = budget.map_or(0, |b| history.total_tokens().saturating_sub(b));
+            if over > 0 && !blobs.is_empty() && attempt < offload::MAX_ATTEMPTS {
+                // the steps aim lower, leaving room for the notes and half as much again (the
+                // notes change with what the steps do)
+                let notes = history.total_tokens().saturating_sub(steps_left);
+                let room = budget.unwrap_or(0).saturating_sub(notes + notes / 2);
+                aim = aim.map(|a| a.saturating_sub(over).min(room));
+                attempt += 1;
+                if options.count {
+                    self.cache = history.into_cache();
+                }
+                continue;
+            }
+            break (history, tokens_before, messages_before, repairs, result, offloaded, blobs);
+        };
         let outcome = result.map_err(FitError::from).and_then(|steps| {
-            if let (Some(budget), true) = (options.budget, options.enforce_budget) {
+            if let Some(budget) = budget {
                 check_within(&history, budget)?;
             }
             if options.validate {
@@ -396,6 +426,9 @@ impl Fitter {
             self.cache = cache;
         }
         let steps = outcome?;
+        if let Some(store) = services.offload {
+            offload::write(store, &blobs)?;
+        }
         let report = Report {
             original_token_count: tokens_before,
             compressed_token_count: total,
@@ -408,6 +441,7 @@ impl Fitter {
             steps,
             repairs,
             session: None,
+            offloaded,
         };
         Ok(Fitted { messages, report, plan })
     }
@@ -422,12 +456,19 @@ pub struct Services<'a> {
     /// The input messages' fingerprints, when the caller took them already (a session):
     /// counting then hashes nothing again. Ignored unless there is one per message.
     pub(crate) fingerprints: Option<&'a [u128]>,
+    /// Where what the steps remove or cut is offloaded (see [`offload`]); `None`: nowhere.
+    pub offload: Option<&'a dyn Store>,
 }
 
 impl<'a> Services<'a> {
     /// Lends `trace` to compactions.
     pub fn with_trace(self, trace: &'a dyn Trace) -> Services<'a> {
         Services { trace: Some(trace), ..self }
+    }
+
+    /// Offloads what the steps remove or cut into `store`, leaving placeholders that name it.
+    pub fn with_offload(self, store: &'a dyn Store) -> Services<'a> {
+        Services { offload: Some(store), ..self }
     }
 
     /// Lends the input's fingerprints, taken by the caller.

@@ -228,6 +228,21 @@ impl<'a> History<'a> {
         indices
     }
 
+    /// Every input message dropped so far: (input index, step, reason), in the order dropped.
+    pub(crate) fn dropped(&self) -> &[Dropped] {
+        &self.dropped
+    }
+
+    /// What the steps did to the message at `index`, in order.
+    pub(crate) fn changes(&self, index: usize) -> &[Change] {
+        &self.meta[index].changes
+    }
+
+    /// Gives back the count cache of a history that is thrown away (a run tried again).
+    pub(crate) fn into_cache(self) -> CountCache {
+        self.cache
+    }
+
     /// The input indices of the messages still here that `step` changed, in order.
     pub(crate) fn changed_by(&self, step: &str) -> Vec<usize> {
         self.meta

@@ -47,6 +47,10 @@ impl Default for Repair {
     }
 }
 
+/// How the reason of a message merged into the turn before it starts: its content is still
+/// sent, in that turn.
+pub(crate) const MERGED_INTO: &str = "merged into the ";
+
 /// Fixes the rule violations of an input; returns one line per fix.
 pub fn repair(history: &mut History<'_>, policy: &Repair) -> Vec<String> {
     history.set_step("repair");
@@ -219,7 +223,7 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
                     m.content_form = ContentForm::Parts;
                 },
             );
-            history.remove(i, &format!("merged into the {current} turn before it"));
+            history.remove(i, &format!("{MERGED_INTO}{current} turn before it"));
             lines.push(format!("messages[{}]: merged two {current} turns in a row", i - 1));
         } else {
             i += 1;

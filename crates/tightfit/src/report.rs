@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::offload::Offloaded;
+
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepLog {
@@ -81,6 +83,9 @@ pub struct Report {
     /// whether this call compacted. `None` for a stateless fit.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub session: Option<SessionInfo>,
+    /// What was offloaded, one entry per handle (empty unless the run was lent a store).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub offloaded: Vec<Offloaded>,
 }
 
 /// What a session did on one call.

@@ -7,6 +7,7 @@ mod fit;
 mod generate;
 mod layers;
 mod models;
+mod offload;
 mod props;
 mod roundtrip;
 mod session;

@@ -40,7 +40,6 @@
 mod breakpoints;
 mod decision;
 mod replay;
-pub mod store;
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -48,10 +47,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use xxhash_rust::xxh3::Xxh3;
 
+pub use crate::store::{MemoryStore, Store, StoreError, StoreErrorKind};
 pub use decision::CHECKPOINT_VERSION;
 use decision::{CheckpointError, Decision};
 use replay::Replay;
-pub use store::{MemoryStore, Store, StoreError, StoreErrorKind};
 
 use crate::fit::{FitError, Fitted, Fitter, RunOptions, Services, Target};
 use crate::format::{Conversation, Format};

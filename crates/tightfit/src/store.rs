@@ -1,19 +1,21 @@
-//! Where a session keeps its checkpoints: one small trait, and the in-memory store.
+//! Where tightfit keeps what outlives a call: one small trait, and the in-memory store.
 //!
-//! A checkpoint is the decision of a conversation's current epoch (which input messages were
-//! removed or rewritten at its compaction, the fingerprints of the messages it covers, the
-//! epoch number), serialized by the session as JSON bytes. A store only keeps bytes under a
-//! conversation key, so a store knows nothing of messages, and the engine knows no I/O: the
-//! SQLite file store lives in the `tightfit-store` crate, later Redis and PostgreSQL beside it.
+//! Two kinds of bytes go in, under keys that cannot collide: a session's checkpoints (the
+//! decision of a conversation's current epoch, as JSON, under the conversation key: 32 hex
+//! digits) and offloaded content (what a fit removed or cut, under `offload/` and its handle;
+//! see [`offload`](crate::offload)). A store knows nothing of messages, and the engine knows no
+//! I/O: the SQLite file store lives in the `tightfit-store` crate, later Redis and PostgreSQL
+//! beside it.
 //!
 //! A session writes a checkpoint once per compaction (not once per turn) and reads one when it
-//! meets a conversation it does not hold in memory (a new process, a proxy replica).
+//! meets a conversation it does not hold in memory (a new process, a proxy replica); a fit
+//! with offloading writes one blob per handle, when it succeeds.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 
-/// Keeps session checkpoints under conversation keys. Implementations are shared across
+/// Keeps bytes under keys: session checkpoints and offloaded content. Implementations are shared across
 /// threads (`Send + Sync`); concurrent writers of one key must leave one of the writes whole
 /// (the last one wins), never a mix.
 pub trait Store: Send + Sync + fmt::Debug {

@@ -1,0 +1,198 @@
+//! Offload on every real conversation: what a fit sends, together with everything recallable
+//! through the handles its placeholders name, is the input, message for message.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use tightfit::fit::{FitError, Fitter, RunOptions, Services};
+use tightfit::format::{parse_str, Conversation, Format, FormatHint};
+use tightfit::message::{Message, Part};
+use tightfit::models::Registry;
+use tightfit::offload::{self, OffloadKind};
+use tightfit::session::MemoryStore;
+use tightfit::Target;
+
+use crate::{data_files, lines, shared};
+
+/// Every JSONL file of both corpora.
+fn corpus() -> Vec<PathBuf> {
+    let mut files = data_files();
+    let mut second: Vec<PathBuf> = std::fs::read_dir(shared("data2"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    second.sort();
+    files.extend(second);
+    files
+}
+
+/// The handles named anywhere in `messages`' text.
+fn handles_in(messages: &[std::borrow::Cow<'_, Message>]) -> Vec<String> {
+    fn texts<'m>(parts: &'m [Part], out: &mut Vec<&'m str>) {
+        for part in parts {
+            match part {
+                Part::Text(t) => out.push(&t.text),
+                Part::ToolResult(r) => texts(&r.parts, out),
+                _ => {}
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for message in messages {
+        let mut all = Vec::new();
+        texts(&message.parts, &mut all);
+        for text in all {
+            let mut rest = text;
+            while let Some(at) = rest.find(offload::HANDLE_PREFIX) {
+                let candidate: String = rest[at..].chars().take(offload::HANDLE_PREFIX.len() + 16).collect();
+                if offload::is_handle(&candidate) {
+                    found.push(candidate);
+                }
+                rest = &rest[at + offload::HANDLE_PREFIX.len()..];
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Fits `conversation` to `budget` with the default ladder, offloading into a fresh store, and
+/// checks the guarantee. Returns (messages offloaded, handles), or `None` when what must be
+/// kept does not fit.
+fn fit_and_check(
+    conversation: &Conversation,
+    model: &str,
+    budget: usize,
+    what: &str,
+) -> Option<(usize, usize)> {
+    let target = Target::for_model(Registry::embedded().lookup(model).unwrap(), None).with_budget(budget);
+    let store = MemoryStore::new();
+    let options = RunOptions::fit(budget).with_window(target.window);
+    let fitted = match Fitter::new().run_with(
+        conversation,
+        &target.counter,
+        None,
+        &options,
+        Services::default().with_offload(&store),
+    ) {
+        Ok(fitted) => fitted,
+        Err(FitError::CannotFit { must_keep, .. }) if must_keep > budget => return None,
+        Err(e) => panic!("{what}: {e}"),
+    };
+    let report = &fitted.report;
+    assert!(
+        report.compressed_token_count <= budget,
+        "{what}: {} over {budget}",
+        report.compressed_token_count
+    );
+    // every handle the report lists is named in what is sent, and recalls what it says
+    let named = handles_in(&fitted.messages);
+    let mut recalled: HashMap<usize, Message> = HashMap::new();
+    for entry in &report.offloaded {
+        assert!(named.contains(&entry.handle), "{what}: {} is not named in the output", entry.handle);
+        let back = offload::recall(&store, &entry.handle).unwrap();
+        let indices: Vec<usize> = back.messages.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indices, entry.messages, "{what}: {}", entry.handle);
+        if entry.kind == OffloadKind::Cut {
+            assert_eq!(indices.len(), 1);
+        }
+        recalled.extend(back.messages);
+    }
+    // every input message is sent as it came, recallable as it came, merged into a turn that is
+    // sent, or said nothing
+    // (sent as it came, or with parts added around its own: a placeholder put into a turn)
+    let sent_as_is: Vec<bool> = {
+        let mut sent = vec![false; conversation.messages.len()];
+        for (entry, message) in fitted.plan.output.iter().zip(&fitted.messages) {
+            if let Some(i) = entry.input {
+                let mut own = conversation.messages[i].parts.iter().peekable();
+                for part in &message.parts {
+                    own.next_if(|p| *p == part);
+                }
+                sent[i] = entry.message.is_none()
+                    || (own.peek().is_none() && message.role == conversation.messages[i].role);
+            }
+        }
+        sent
+    };
+    let merged: Vec<usize> = fitted
+        .plan
+        .units
+        .iter()
+        .flat_map(|u| u.details.iter())
+        .filter(|d| d.contains("merged into the"))
+        .filter_map(|d| d.strip_prefix("messages[")?.split(']').next()?.parse().ok())
+        .collect();
+    for (i, message) in conversation.messages.iter().enumerate() {
+        if sent_as_is[i] || merged.contains(&i) {
+            continue;
+        }
+        match recalled.get(&i) {
+            Some(back) => assert_eq!(back, message, "{what}: message {i} recalled as it came"),
+            None => assert!(
+                message.parts.iter().all(|p| matches!(p, Part::Text(t) if t.text.trim().is_empty())),
+                "{what}: message {i} ({}) is neither sent as it came nor recallable: {:?}",
+                message.role_name(),
+                fitted.plan.units.iter().find(|u| u.messages[0] <= i && i < u.messages[1])
+            ),
+        }
+    }
+    Some((recalled.len(), report.offloaded.len()))
+}
+
+#[test]
+fn what_is_sent_and_what_is_recallable_is_the_input_on_every_real_conversation() {
+    let mut fitted = 0;
+    let mut offloaded = 0;
+    for file in corpus() {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        for (line, text) in lines(&file).iter().enumerate() {
+            let conversation = parse_str(text, FormatHint::Auto).unwrap();
+            let model = if conversation.format == Format::Anthropic { "claude-sonnet-4-5" } else { "gpt-4o" };
+            for budget in [4_000, 32_000, 120_000] {
+                let what = format!("{name}:{} at {budget}", line + 1);
+                if let Some((messages, _)) = fit_and_check(&conversation, model, budget, &what) {
+                    fitted += 1;
+                    offloaded += messages;
+                }
+            }
+        }
+    }
+    assert!(fitted > 3_000 && offloaded > 10_000, "{fitted} fits, {offloaded} messages offloaded");
+}
+
+#[test]
+fn offloading_is_deterministic_and_the_notes_stay_within_budget() {
+    let file = shared("data/agent_mini_swe_deepseek.jsonl");
+    let conversation = parse_str(&lines(&file)[0], FormatHint::Auto).unwrap();
+    let target = Target::for_model(Registry::embedded().lookup("gpt-4o").unwrap(), None).with_budget(6_000);
+    let run = || {
+        let store = MemoryStore::new();
+        let fitted = Fitter::new()
+            .run_with(
+                &conversation,
+                &target.counter,
+                None,
+                &RunOptions::fit(6_000),
+                Services::default().with_offload(&store),
+            )
+            .unwrap();
+        (fitted.clone().into_messages(), fitted.report, store.len())
+    };
+    let (first, report, stored) = run();
+    let (second, _, _) = run();
+    assert_eq!(first, second, "the same input gives the same bytes, handles included");
+    assert!(report.compressed_token_count <= 6_000);
+    assert_eq!(stored, report.offloaded.len(), "one blob per handle");
+    assert!(report.offloaded.iter().any(|o| o.kind == OffloadKind::Removed));
+    assert!(report.offloaded.iter().any(|o| o.kind == OffloadKind::Cut));
+    // the placeholder says what went and how to get it back
+    let placeholder = first
+        .iter()
+        .map(Message::text_content)
+        .find(|t| t.contains("offloaded here"))
+        .expect("a placeholder");
+    assert!(placeholder.contains("recall(\"tf-") && placeholder.contains("tool call"), "{placeholder}");
+}
