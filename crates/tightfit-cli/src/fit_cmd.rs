@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use tightfit::fit::{Fitter, Target};
+use std::sync::Arc;
+
+use tightfit::fit::{Fitter, Services, Target};
 use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::models::{ModelInfo, Registry};
 use tightfit::pipeline::Pipeline;
+use tightfit::store::Store;
 use tightfit::{Plan, Report};
 
 use crate::count_cmd::thousands;
@@ -35,6 +38,9 @@ pub struct Options {
     /// `--on-error keep`: a JSON Lines line that cannot be fitted is written as it came,
     /// instead of an error record.
     pub keep_failed: bool,
+    /// `--store`: what the steps remove or cut is offloaded into this store, and the output
+    /// names its handles (`tightfit recall HANDLE --store F` gives it back).
+    pub store: Option<Arc<dyn Store>>,
 }
 
 struct Fitted {
@@ -168,7 +174,11 @@ fn fit_record(
         Target::check_budget(model, budget, options.allow_over_window)?;
         target = target.with_budget(budget);
     }
-    let fitted = fitter.fit(&conversation, &target, Some(pipeline))?;
+    let services = match &options.store {
+        Some(store) => Services::default().with_offload(store.as_ref()),
+        None => Services::default(),
+    };
+    let fitted = fitter.fit_with(&conversation, &target, Some(pipeline), services)?;
     let (report, plan) = (fitted.report, fitted.plan);
     let messages: Vec<_> = fitted.messages.into_iter().map(std::borrow::Cow::into_owned).collect();
     // the fitted messages in the input's envelope (request fields, tools)

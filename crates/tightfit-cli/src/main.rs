@@ -12,14 +12,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tightfit::models::Registry;
+use tightfit::store::Store;
 
 mod count_cmd;
 mod fit_cmd;
 mod input;
 mod models_cmd;
+mod recall_cmd;
 mod simulate_cmd;
 mod simulate_svg;
 mod validate_cmd;
@@ -108,6 +111,26 @@ enum Command {
         /// A TOML or JSON file that adds models to the registry or overrides them.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
+        /// Offload what the steps remove or cut into this SQLite file (made if missing): the
+        /// output keeps a placeholder or note naming a handle for each, and `tightfit recall
+        /// HANDLE --store FILE` gives the messages back as they came.
+        #[arg(long, value_name = "FILE")]
+        store: Option<PathBuf>,
+    },
+    /// Give back the messages a fit offloaded under HANDLE, as they came (a JSON array of the
+    /// wire messages, each with its index in the input).
+    Recall {
+        /// The handle named in a placeholder (`tf-` and 16 hex digits).
+        handle: String,
+        /// The SQLite file the fit offloaded into (`fit --store FILE`).
+        #[arg(long, value_name = "FILE")]
+        store: PathBuf,
+        /// The first character to print.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// The most characters to print (all the rest if not given).
+        #[arg(long)]
+        limit: Option<usize>,
     },
     /// Check a history against a provider's rules: each violation with its message index
     /// and reason; exit code 1 if there is any.
@@ -293,8 +316,12 @@ fn main() -> ExitCode {
             on_error,
             format,
             models_file,
+            store,
         } => registry(models_file.as_ref()).and_then(|registry| {
             let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
+            let store = store
+                .map(|path| tightfit_store::SqliteStore::open(path).map(|s| Arc::new(s) as Arc<dyn Store>))
+                .transpose()?;
             let options = fit_cmd::Options {
                 model,
                 budget,
@@ -304,6 +331,7 @@ fn main() -> ExitCode {
                 json_report: report == ReportArg::Json,
                 plan,
                 keep_failed: on_error == OnErrorArg::Keep,
+                store,
             };
             fit_cmd::run(&registry, &pipeline, &file, &options)
         }),
@@ -337,6 +365,7 @@ fn main() -> ExitCode {
             };
             simulate_cmd::run(&registry, &files, &options)
         }),
+        Command::Recall { handle, store, offset, limit } => recall_cmd::run(&handle, &store, offset, limit),
         Command::Validate { file, provider, format, json } => {
             validate_cmd::run(&file, provider.map(ProviderArg::format), format.hint(), json)
         }

@@ -276,3 +276,48 @@ fn a_json_lines_line_that_fails_keeps_its_place() {
     assert!(reports[1]["error"].is_string());
     assert_eq!(reports[3]["summary"]["failed"], 1);
 }
+
+#[test]
+fn with_a_store_what_fit_removes_is_recalled_as_it_came() {
+    let store = TempFile::new("offload.db");
+    let file = shared("data/agent_swe_agent_demos.jsonl");
+    let output = tightfit(
+        &["fit", file.to_str().unwrap(), "--model", "gpt-4o", "--budget", "3000", "--store", store.path()],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let inputs: Vec<Value> =
+        std::fs::read_to_string(&file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut recalled = 0;
+    for (line, text) in stdout(&output).lines().enumerate() {
+        let input = inputs[line]["messages"].as_array().unwrap();
+        let mut rest = text;
+        while let Some(at) = rest.find("recall(\\\"tf-") {
+            let handle = &rest[at + 9..at + 9 + 19];
+            rest = &rest[at + 9..];
+            let back = tightfit(&["recall", handle, "--store", store.path()], None);
+            assert!(back.status.success(), "{handle}: {}", stderr(&back));
+            let entries: Vec<Value> = serde_json::from_str(stdout(&back).trim()).unwrap();
+            assert!(!entries.is_empty());
+            for entry in &entries {
+                let index = entry["index"].as_u64().unwrap() as usize;
+                assert_eq!(entry["message"], input[index], "line {}: message {index} as it came", line + 1);
+            }
+            recalled += entries.len();
+        }
+    }
+    assert!(recalled > 50, "only {recalled} messages recalled");
+    // an unknown handle, and a store that is not there, are errors naming them
+    let unknown = tightfit(&["recall", "tf-0000000000000000", "--store", store.path()], None);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no offloaded content under tf-0000000000000000"),
+        "{}",
+        stderr(&unknown)
+    );
+    let missing = tightfit(&["recall", "tf-0000000000000000", "--store", "no/such/store.db"], None);
+    assert!(stderr(&missing).contains("no/such/store.db: no such store"), "{}", stderr(&missing));
+    for suffix in ["-wal", "-shm"] {
+        std::fs::remove_file(format!("{}{suffix}", store.path())).ok();
+    }
+}

@@ -309,11 +309,22 @@ impl Fitter {
         target: &Target,
         pipeline: Option<&Pipeline>,
     ) -> Result<Fitted<'a>, FitError> {
+        self.fit_with(conversation, target, pipeline, Services::default())
+    }
+
+    /// [`fit`](Fitter::fit) with `services` lent to the run (an offload store).
+    pub fn fit_with<'a>(
+        &mut self,
+        conversation: &'a Conversation,
+        target: &Target,
+        pipeline: Option<&Pipeline>,
+        services: Services<'_>,
+    ) -> Result<Fitted<'a>, FitError> {
         let mut options = RunOptions::fit(target.budget)
             .with_window(target.window)
             .with_repair(Some(self.options.repair.clone()));
         options.provider = target.provider;
-        self.run(conversation, &target.counter, pipeline, &options)
+        self.run_with(conversation, &target.counter, pipeline, &options, services)
     }
 
     /// Runs `pipeline` (the default ladder when `None`) over `conversation`, counted with

@@ -103,7 +103,7 @@ pub struct SessionInfo {
 }
 
 impl Report {
-    /// The log lines: one per repair and one per step that changed something.
+    /// The log lines: one per repair, one per step that changed something, one per handle.
     pub fn lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.repairs.iter().map(|r| format!("repair: {r}")).collect();
         if let Some(s) = &self.session {
@@ -111,6 +111,7 @@ impl Report {
             lines.push(format!("session {} ({}): {what} {}", s.key, s.policy, s.epoch));
         }
         lines.extend(self.steps.iter().map(StepLog::line));
+        lines.extend(self.offloaded.iter().map(Offloaded::line));
         lines
     }
 

@@ -139,8 +139,9 @@ fn place_removals(
                     _ => String::new(),
                 };
                 let text = format!(
-                    "{TRACE_PREFIX}{count} earlier message{} ({span}) offloaded here to fit the context window; {recall}. {gist}]",
-                    if count == 1 { " was" } else { "s were" }
+                    "{TRACE_PREFIX}{count} message{} ({span}) {} offloaded here to fit the context window; {recall}. {gist}]",
+                    if count == 1 { "" } else { "s" },
+                    if count == 1 { "was" } else { "were" }
                 );
                 place(history, end, text, &blob.handle, format);
             }

@@ -6,7 +6,7 @@
 //! input message the steps dropped or cut is written to the store as it came, and the output
 //! says where it went:
 //!
-//! - a run of dropped messages leaves one user message where it was ("12 earlier messages
+//! - a run of dropped messages leaves one user message where it was ("12 messages
 //!   (3-14 of the conversation) were offloaded here ...; recall("tf-…") returns them", with a
 //!   one-line gist: the first user words, the tools called, the sizes), or, where a step
 //!   already left a trace there (a session's compaction), the handle is added to that trace;
@@ -69,6 +69,22 @@ pub struct Offloaded {
     pub detail: String,
 }
 
+impl Offloaded {
+    /// The log line: `offload tf-0123456789abcdef: messages 3-14 (removed by compact)`.
+    pub fn line(&self) -> String {
+        let which = match (self.messages.first(), self.messages.last()) {
+            (Some(a), Some(b)) if a == b => format!("message {a}"),
+            (Some(a), Some(b)) => format!("messages {a}-{b} ({})", self.messages.len()),
+            _ => "nothing".to_string(),
+        };
+        let kind = match self.kind {
+            OffloadKind::Removed => "",
+            OffloadKind::Cut => "cut: ",
+        };
+        format!("offload {}: {which} ({kind}{})", self.handle, self.detail)
+    }
+}
+
 /// Whether offloaded messages were removed or cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -118,8 +134,8 @@ pub struct Recalled {
     pub format: Format,
     /// The messages as they came, with their input indices.
     pub messages: Vec<(usize, Message)>,
-    /// The messages as a JSON array in the wire format (what a model reads through the recall
-    /// tool).
+    /// The messages as a JSON array of `{"index", "message"}` (the input index, the message in
+    /// the wire format): what a model reads through the recall tool.
     pub text: String,
 }
 
@@ -225,7 +241,7 @@ pub fn recall(store: &dyn Store, handle: &str) -> Result<Recalled, RecallError> 
             .pop()
             .ok_or_else(|| corrupt(format!("messages[{at}]: no message")))?;
         messages.push((index as usize, message));
-        wire.push(value);
+        wire.push(json!({"index": index, "message": value}));
     }
     let text = serde_json::to_string(&wire).expect("plain JSON");
     Ok(Recalled { format, messages, text })
