@@ -61,7 +61,11 @@ impl From<ConfigError> for Failure {
 
 impl From<FitError> for Failure {
     fn from(e: FitError) -> Failure {
-        Failure::Fit(e)
+        match e {
+            // the offload store failed: a store error, as a session's is
+            FitError::Store(e) => Failure::Store(e),
+            e => Failure::Fit(e),
+        }
     }
 }
 
@@ -89,6 +93,7 @@ fn store_kind(kind: StoreErrorKind) -> &'static str {
         StoreErrorKind::Locked => "locked",
         StoreErrorKind::Corrupt => "corrupt",
         StoreErrorKind::Version => "version",
+        StoreErrorKind::NotFound => "not_found",
         _ => "other",
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use tightfit::fit::{Fitter, Target};
+use tightfit::fit::{Fitter, Services, Target};
 use tightfit::models::Registry;
 use tightfit::{Plan, Report};
 
@@ -16,6 +16,7 @@ use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
 use crate::pipeline::PyPipeline;
 use crate::report::{PyPlan, PyReport};
+use crate::store::store_arg;
 
 /// A fitted history: the messages to send, the report and the plan.
 #[pyclass(frozen, module = "tightfit", name = "FitResult")]
@@ -90,7 +91,10 @@ impl PyFitter {
     /// validate and the JSON of the changed messages (GIL released: other Python threads
     /// run), then one dict built per changed message (GIL held). Unchanged messages are not
     /// copied back.
-    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false))]
+    ///
+    /// With `store` (a file path or a `MemoryStore`), what the steps remove or cut is
+    /// offloaded into it: the output names a handle for each (`tightfit.recall`).
+    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         &self,
@@ -103,7 +107,12 @@ impl PyFitter {
         reserve_output: Option<&Bound<'_, PyAny>>,
         format: Option<&str>,
         allow_over_window: bool,
+        store: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<FitResult> {
+        let store = match store.filter(|s| !s.is_none()) {
+            Some(store) => Some(store_arg(py, Some(store))?),
+            None => None,
+        };
         let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
         let budget = args::tokens(budget, "budget", 1)?;
         if let Some(budget) = budget {
@@ -129,7 +138,11 @@ impl PyFitter {
                     *fitter = Fitter::new();
                     fitter
                 });
-                let fitted = fitter.fit(&conversation, &target, pipeline.as_deref())?;
+                let services = match &store {
+                    Some(store) => Services::default().with_offload(store.as_ref()),
+                    None => Services::default(),
+                };
+                let fitted = fitter.fit_with(&conversation, &target, pipeline.as_deref(), services)?;
                 Ok::<_, Failure>((fitted.report, fitted.plan))
             })
         })?;

@@ -19,6 +19,7 @@ mod memo;
 mod pipeline;
 mod report;
 mod session;
+mod store;
 mod validate;
 
 use pyo3::prelude::*;
@@ -42,7 +43,10 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::Violation>()?;
     m.add_class::<report::SessionInfo>()?;
     m.add_class::<session::PySession>()?;
-    m.add_class::<session::PyMemoryStore>()?;
+    m.add_class::<store::PyMemoryStore>()?;
+    m.add_function(wrap_pyfunction!(store::recall, m)?)?;
+    m.add_function(wrap_pyfunction!(store::recall_tool, m)?)?;
+    m.add_function(wrap_pyfunction!(store::answer_recall_arguments, m)?)?;
     m.add_class::<compat::autogen::PyAutogenContext>()?;
     m.add_class::<compat::autogen::PyAutogenHistory>()?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;

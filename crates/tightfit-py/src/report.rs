@@ -82,6 +82,13 @@ impl PyReport {
         json(py, &self.inner.steps)
     }
     /// What the repair pass fixed in a broken input, one line each.
+    /// What was offloaded, one dict per handle: `handle`, `messages` (input indices), `kind`
+    /// (`removed` or `cut`), `detail`. Empty unless the fit was given a store.
+    #[getter]
+    fn offloaded<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json(py, &self.inner.offloaded)
+    }
+
     #[getter]
     fn repairs(&self) -> Vec<String> {
         self.inner.repairs.clone()

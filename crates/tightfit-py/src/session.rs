@@ -3,8 +3,7 @@
 //! the arguments, opens the store and releases the GIL around every call; the decisions are
 //! the engine's (`tightfit::session`).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -12,10 +11,9 @@ use tightfit::fit::Target;
 use tightfit::format::Format;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
-use tightfit::session::{MemoryStore, Policy, Session, Settings, Store};
+use tightfit::session::{Policy, Session, Settings};
 use tightfit::steps::ConfigError;
 use tightfit::Conversation;
-use tightfit_store::SqliteStore;
 
 use crate::args;
 use crate::errors::{guard, Failure};
@@ -23,52 +21,7 @@ use crate::fit::FitResult;
 use crate::input::{format_arg, model_format, parse_tools, tools_value, RawInput};
 use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
-
-/// Session checkpoints in memory, shared by every session given it (in this process); forgotten
-/// when the last of them goes.
-#[pyclass(frozen, module = "tightfit", name = "MemoryStore")]
-pub(crate) struct PyMemoryStore {
-    inner: Arc<MemoryStore>,
-}
-
-#[pymethods]
-impl PyMemoryStore {
-    #[new]
-    fn new() -> PyMemoryStore {
-        PyMemoryStore { inner: Arc::new(MemoryStore::new()) }
-    }
-
-    /// The number of checkpoints held (one per conversation that has compacted).
-    fn __len__(&self) -> usize {
-        self.inner.len()
-    }
-
-    fn __repr__(&self) -> String {
-        format!("MemoryStore({} checkpoints)", self.inner.len())
-    }
-}
-
-/// Opens the SQLite file store at `path` (made when missing; its directory must exist).
-fn open_file_store(path: PathBuf) -> Result<Arc<dyn Store>, Failure> {
-    Ok(Arc::new(SqliteStore::open(path)?))
-}
-
-/// The store the caller named: none (a store of the session's own), a `MemoryStore`, or a path.
-fn store_arg(py: Python<'_>, store: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<dyn Store>> {
-    let Some(store) = store.filter(|s| !s.is_none()) else { return Ok(Arc::new(MemoryStore::new())) };
-    if let Ok(memory) = store.cast::<PyMemoryStore>() {
-        return Ok(Arc::clone(&memory.get().inner) as Arc<dyn Store>);
-    }
-    let Ok(path) = store.extract::<PathBuf>() else {
-        let found = store.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        return Err(Failure::Type(format!(
-            "store: expected a file path (str or os.PathLike) or a tightfit.MemoryStore, found {found}"
-        ))
-        .into());
-    };
-    // opening a file may wait for another process's lock
-    Ok(py.detach(|| guard(|| open_file_store(path)))?)
-}
+use crate::store::store_arg;
 
 /// The policy the caller named: a preset's name or a `Pipeline`.
 fn policy_arg(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Policy> {
@@ -107,7 +60,7 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false))]
+    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -122,6 +75,7 @@ impl PySession {
         cache_breakpoints: bool,
         weigh_cache_misses: bool,
         allow_over_window: bool,
+        offload: bool,
     ) -> PyResult<PySession> {
         let model = args::model(model)?;
         let budget = args::tokens(budget, "budget", 1)?;
@@ -147,6 +101,7 @@ impl PySession {
         }
         settings.cache_breakpoints = cache_breakpoints;
         settings.weigh_cache_misses = weigh_cache_misses;
+        settings.offload = offload;
         settings.check().map_err(Failure::Config)?;
         let store = store_arg(py, store)?;
         let described = store.describe();

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -125,7 +126,9 @@ def test_a_second_session_on_the_same_memory_store_continues_the_loop(whole_run:
     half = len(ends) // 2
     store = tightfit.MemoryStore()
     first = agent_loop(tightfit.Session(MODEL, budget=BUDGET, store=store), messages, ends[:half])
-    assert any(t.compacted for t in first) and len(store) == 1
+    # one checkpoint, and a blob per handle the compactions named
+    handles = {h for t in first for m in t.sent for h in re.findall(r"tf-[0-9a-f]{16}", m)}
+    assert any(t.compacted for t in first) and handles and len(store) == 1 + len(handles)
     # a new session holds nothing in memory: it reads the decision back from the store
     second = agent_loop(tightfit.Session(MODEL, budget=BUDGET, store=store), messages, ends[half:])
     assert first + second == whole_run
@@ -237,7 +240,8 @@ def test_keys_keep_conversations_apart_and_forget_starts_one_afresh() -> None:
     messages = run(0)
     ends = request_points(messages)
     store = tightfit.MemoryStore()
-    session = tightfit.Session(MODEL, budget=BUDGET, store=store)
+    # (offload=False: the store then holds checkpoints only, one per conversation)
+    session = tightfit.Session(MODEL, budget=BUDGET, store=store, offload=False)
     a = agent_loop(session, messages, ends, key="a")
     b = agent_loop(session, messages, ends, key="b")
     assert a == b and len(store) == 2

@@ -68,6 +68,8 @@ pub enum StoreErrorKind {
     Corrupt,
     /// The store was written by a newer tightfit (its schema version is unknown).
     Version,
+    /// The store holds nothing under the key asked for (an offload handle it never got).
+    NotFound,
     /// Anything else the backend reported.
     Other,
 }

@@ -398,3 +398,61 @@ fn a_history_the_repair_pass_changes_is_replayed_not_compacted_every_turn() {
         );
     }
 }
+
+#[test]
+fn what_a_compaction_removes_is_offloaded_and_named_in_its_trace() {
+    use tightfit::offload;
+    for (file, model) in [
+        ("data/agent_mini_swe_deepseek.jsonl", "gpt-4o"),
+        ("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl", "claude-sonnet-4-5"),
+    ] {
+        let conversation =
+            conversations(file, 6).into_iter().max_by_key(|c| c.messages.len()).expect("conversations");
+        let store = Arc::new(MemoryStore::new());
+        let session = Session::new(target(model, 6_000), Policy::cache(), store.clone());
+        let mut compactions = 0;
+        for end in turn_ends(&conversation.messages) {
+            let turn = prefix(&conversation, end);
+            let fitted = session.fit(&turn).unwrap();
+            if !fitted.report.session.as_ref().unwrap().compacted {
+                continue;
+            }
+            compactions += 1;
+            assert!(!fitted.report.offloaded.is_empty(), "{file} at {end}: the report lists the handles");
+            // every input message is sent, or recallable as it came through a handle the
+            // request names
+            let sent: Vec<String> = wire(&fitted.messages, turn.format);
+            let mut recallable = vec![false; end];
+            for entry in &fitted.report.offloaded {
+                assert!(
+                    sent.iter().any(|m| m.contains(&entry.handle)),
+                    "{file} at {end}: {} named",
+                    entry.handle
+                );
+                for (index, message) in offload::recall(store.as_ref(), &entry.handle).unwrap().messages {
+                    assert_eq!(message, turn.messages[index], "{file} at {end}: message {index} as it came");
+                    recallable[index] = true;
+                }
+            }
+            for entry in &fitted.plan.output {
+                if let (Some(i), None) = (entry.input, &entry.message) {
+                    recallable[i] = true;
+                }
+            }
+            let lost: Vec<usize> = (0..end).filter(|&i| !recallable[i]).collect();
+            // (or merged into the turn before it, for Anthropic: its content is sent there)
+            let merged = |i: &usize| {
+                let line = format!("messages[{i}]: dropped by ");
+                fitted
+                    .plan
+                    .units
+                    .iter()
+                    .flat_map(|u| &u.details)
+                    .any(|d| d.starts_with(&line) && d.contains(": merged into the "))
+                    || fitted.plan.output.iter().any(|e| e.input == Some(*i))
+            };
+            assert!(lost.iter().all(merged), "{file} at {end}: {lost:?} neither sent nor recallable");
+        }
+        assert!(compactions >= 2, "{file}: {compactions} compactions");
+    }
+}

@@ -131,6 +131,9 @@ __all__ = [
     "UnknownModel",
     "StepFailed",
     "StoreError",
+    "recall",
+    "recall_tool",
+    "answer_recall",
 ]
 
 Messages = Sequence[Mapping[str, Any]]
@@ -169,6 +172,7 @@ def fit(
     reserve_output: int | None = None,
     format: str | None = None,
     allow_over_window: bool = False,
+    store: str | os.PathLike[str] | MemoryStore | None = None,
 ) -> FitResult:
     """Fit ``messages`` into ``model``'s window, or into ``budget`` tokens.
 
@@ -179,6 +183,11 @@ def fit(
     system prompt, the newest user turn) is over the budget. A ``budget`` past the model's input
     limit is a :class:`ConfigError` unless ``allow_over_window=True`` (a model served with a
     larger window than the registry knows).
+
+    With ``store`` (an SQLite file path or a :class:`MemoryStore`), nothing is lost: what the
+    steps remove or cut is offloaded into it, and the fitted history keeps a placeholder (for
+    removed messages) or a note (on a cut message) naming a handle; :func:`recall` gives the
+    messages back as they came, and ``report.offloaded`` lists the handles.
     """
     return Fitter().fit(
         messages,
@@ -189,6 +198,7 @@ def fit(
         reserve_output=reserve_output,
         format=format,
         allow_over_window=allow_over_window,
+        store=store,
     )
 
 
@@ -213,6 +223,7 @@ class Fitter:
         reserve_output: int | None = None,
         format: str | None = None,
         allow_over_window: bool = False,
+        store: str | os.PathLike[str] | MemoryStore | None = None,
     ) -> FitResult:
         """:func:`fit`, with what this fitter remembers."""
         return self._native.fit(
@@ -224,6 +235,7 @@ class Fitter:
             reserve_output=reserve_output,
             format=format,
             allow_over_window=allow_over_window,
+            store=store,
         )
 
 
@@ -248,6 +260,7 @@ async def afit(
     reserve_output: int | None = None,
     format: str | None = None,
     allow_over_window: bool = False,
+    store: str | os.PathLike[str] | MemoryStore | None = None,
 ) -> FitResult:
     """:func:`fit` in a worker thread (the engine releases the GIL), so the event loop keeps
     running while a long history is fitted."""
@@ -261,6 +274,7 @@ async def afit(
         reserve_output=reserve_output,
         format=format,
         allow_over_window=allow_over_window,
+        store=store,
     )
 
 
@@ -288,7 +302,9 @@ class Session:
     (unless the messages carry marks of their own); the plan records them. With
     ``high_water`` below 1, a turn past the mark waits for its compaction while the compaction
     would cost more in cache misses than it saves (the model's prices and its provider's caching
-    rule); ``weigh_cache_misses=False`` compacts at the mark.
+    rule); ``weigh_cache_misses=False`` compacts at the mark. What a compaction removes is
+    offloaded into ``store`` and its trace names the handle (:func:`recall`, :func:`recall_tool`);
+    ``offload=False`` leaves only the trace.
 
     Conversations are told apart by ``key`` (by default a hash of the messages up to the first
     user message: the system prompt and the task); messages are recognised by content, so a
@@ -310,6 +326,7 @@ class Session:
         cache_breakpoints: bool = False,
         weigh_cache_misses: bool = True,
         allow_over_window: bool = False,
+        offload: bool = True,
     ) -> None:
         self._native = _native.Session(
             model,
@@ -323,6 +340,7 @@ class Session:
             cache_breakpoints=cache_breakpoints,
             weigh_cache_misses=weigh_cache_misses,
             allow_over_window=allow_over_window,
+            offload=offload,
         )
 
     def fit(
@@ -406,3 +424,44 @@ class Session:
 
     def __repr__(self) -> str:
         return repr(self._native)
+
+
+def recall(
+    handle: str,
+    *,
+    store: str | os.PathLike[str] | MemoryStore,
+    offset: int = 0,
+    limit: int | None = None,
+) -> str:
+    """The messages offloaded under ``handle`` (named in a placeholder of a fit given
+    ``store``), as they came: a JSON array of ``{"index", "message"}`` (the index in the fitted
+    input, the message in its wire format), ``limit`` characters from character ``offset``.
+    Raises :class:`StoreError` for a handle the store does not hold, :class:`ConfigError` for
+    text that is not a handle."""
+    return _native.recall(handle, store=store, offset=offset, limit=limit)
+
+
+def recall_tool(format: str = "openai") -> dict[str, Any]:
+    """The schema of the ``tightfit_recall`` tool, to offer the model beside your own tools so
+    it can read back what was offloaded: OpenAI's ``{"type": "function", "function": ...}`` or,
+    with ``format="anthropic"``, Anthropic's ``{"name", "description", "input_schema"}``.
+    Answer its calls with :func:`answer_recall`."""
+    return _native.recall_tool(format)
+
+
+def answer_recall(call: Any, *, store: str | os.PathLike[str] | MemoryStore) -> dict[str, Any]:
+    """Answers a model's call of the recall tool from ``store``: ``call`` is an OpenAI tool call
+    (a dict or the SDK's object: ``{"id", "function": {"name", "arguments"}}``) or an Anthropic
+    ``tool_use`` block (``{"type": "tool_use", "id", "name", "input"}``). Returns the message to
+    append: an OpenAI ``{"role": "tool", ...}`` message, or an Anthropic ``tool_result`` block
+    for your next user message. A bad handle is answered with an error the model can read."""
+    if hasattr(call, "model_dump"):
+        call = call.model_dump(mode="json", exclude_none=True)
+    if not isinstance(call, Mapping):
+        raise TypeError(f"call: expected a tool call dict or SDK object, found {type(call).__name__}")
+    if call.get("type") == "tool_use" or "input" in call:
+        content = _native.answer_recall_arguments(call.get("input") or {}, store=store)
+        return {"type": "tool_result", "tool_use_id": call.get("id"), "content": content}
+    function = call.get("function") or {}
+    content = _native.answer_recall_arguments(function.get("arguments") or "{}", store=store)
+    return {"role": "tool", "tool_call_id": call.get("id"), "content": content}

@@ -105,13 +105,15 @@ class StepFailed(Error):
 
 
 class StoreError(Error):
-    """A session's store could not be used, or holds what this build cannot read.
+    """A store (a session's, or one a fit offloads into) could not be used, or holds what this
+    build cannot read.
 
     ``kind`` says what sort of failure: ``"open"`` (the file cannot be opened or made: a missing
     directory, no permission), ``"corrupt"`` (not a tightfit store: garbage, another program's
     database, a checkpoint that does not parse; the file is left as it is), ``"version"``
     (written by a newer tightfit), ``"locked"`` (another writer held it too long),
-    ``"read_only"``, or ``"other"``. ``store`` names the store (``sqlite:/path/sessions.db``,
+    ``"read_only"``, ``"not_found"`` (no offloaded content under the handle recalled), or
+    ``"other"``. ``store`` names the store (``sqlite:/path/sessions.db``,
     ``memory``), ``reason`` says what went wrong.
     """
 

@@ -55,7 +55,7 @@ fn note_cuts(
         let detail = cuts.join("; ");
         let blob = Blob::of(&[(index, &input[index])], format);
         let note = format!(
-            "{TRACE_PREFIX}this message was cut to fit the context window; recall(\"{}\") returns the whole of it]",
+            "{TRACE_PREFIX}cut to fit the context window; recall(\"{}\") returns it whole]",
             blob.handle
         );
         offloaded.push(Offloaded {

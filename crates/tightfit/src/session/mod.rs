@@ -91,6 +91,10 @@ pub struct Settings {
     /// without prices, compacts at the mark. (A Rust `Session` has prices only when given
     /// them; Python's `tightfit.Session` takes the model's from the registry.)
     pub weigh_cache_misses: bool,
+    /// Offload what a compaction removes or cuts into the session's store, and name its
+    /// handle in the trace (see [`offload`](crate::offload)): a model given the recall tool
+    /// can read it back. Defaults to true.
+    pub offload: bool,
 }
 
 impl Default for Settings {
@@ -101,6 +105,7 @@ impl Default for Settings {
             max_conversations: 1024,
             cache_breakpoints: false,
             weigh_cache_misses: true,
+            offload: true,
         }
     }
 }
@@ -114,6 +119,11 @@ impl Settings {
     /// The same settings, weighing cache misses between the marks or not.
     pub fn with_weigh_cache_misses(self, weigh_cache_misses: bool) -> Settings {
         Settings { weigh_cache_misses, ..self }
+    }
+
+    /// The same settings, offloading what compactions remove or not.
+    pub fn with_offload(self, offload: bool) -> Settings {
+        Settings { offload, ..self }
     }
 
     /// The same settings, placing Anthropic cache breakpoints or not.
@@ -326,13 +336,22 @@ impl Session {
         if let Some(trace) = &self.trace {
             services = services.with_trace(trace.as_ref());
         }
-        let mut fitted = state.fitter.run_with(
-            conversation,
-            counter,
-            Some(&self.policy.pipeline),
-            &options.with_aim(Some(aim)),
-            services,
-        )?;
+        if self.settings.offload {
+            services = services.with_offload(self.store.as_ref());
+        }
+        let mut fitted = state
+            .fitter
+            .run_with(
+                conversation,
+                counter,
+                Some(&self.policy.pipeline),
+                &options.with_aim(Some(aim)),
+                services,
+            )
+            .map_err(|e| match e {
+                FitError::Store(e) => SessionError::Store(e),
+                e => SessionError::Fit(e),
+            })?;
         let epoch = decision.epoch + 1;
         let decided = Arc::new(Decision::of_compaction(epoch, fingerprints, &fitted));
         let provider = self.target.provider.unwrap_or(conversation.format);

@@ -1,0 +1,119 @@
+//! `tightfit.MemoryStore`, the `store=` argument (a path or a `MemoryStore`), and offload's
+//! Python face: `recall`, `recall_tool`, `answer_recall`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use serde_json::Value;
+use tightfit::format::Format;
+use tightfit::offload::{self, RecallError};
+use tightfit::store::{MemoryStore, Store, StoreError, StoreErrorKind};
+use tightfit_store::SqliteStore;
+
+use crate::convert::{to_python, to_value};
+use crate::errors::{guard, Failure};
+
+/// Session checkpoints and offloaded content in memory, shared by every session and fit given
+/// it (in this process); forgotten when the last of them goes.
+#[pyclass(frozen, module = "tightfit", name = "MemoryStore")]
+pub(crate) struct PyMemoryStore {
+    pub(crate) inner: Arc<MemoryStore>,
+}
+
+#[pymethods]
+impl PyMemoryStore {
+    #[new]
+    fn new() -> PyMemoryStore {
+        PyMemoryStore { inner: Arc::new(MemoryStore::new()) }
+    }
+
+    /// The number of entries held (a checkpoint per conversation that has compacted, a blob
+    /// per offload handle).
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("MemoryStore({} entries)", self.inner.len())
+    }
+}
+
+/// Opens the SQLite file store at `path` (made when missing; its directory must exist).
+fn open_file_store(path: PathBuf) -> Result<Arc<dyn Store>, Failure> {
+    Ok(Arc::new(SqliteStore::open(path)?))
+}
+
+/// The store the caller named: none (a store of the session's own), a `MemoryStore`, or a path.
+pub(crate) fn store_arg(py: Python<'_>, store: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<dyn Store>> {
+    let Some(store) = store.filter(|s| !s.is_none()) else { return Ok(Arc::new(MemoryStore::new())) };
+    if let Ok(memory) = store.cast::<PyMemoryStore>() {
+        return Ok(Arc::clone(&memory.get().inner) as Arc<dyn Store>);
+    }
+    let Ok(path) = store.extract::<PathBuf>() else {
+        let found = store.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return Err(Failure::Type(format!(
+            "store: expected a file path (str or os.PathLike) or a tightfit.MemoryStore, found {found}"
+        ))
+        .into());
+    };
+    // opening a file may wait for another process's lock
+    Ok(py.detach(|| guard(|| open_file_store(path)))?)
+}
+
+impl From<RecallError> for Failure {
+    fn from(e: RecallError) -> Failure {
+        match e {
+            RecallError::Store(e) => Failure::Store(e),
+            RecallError::NotAHandle(_) => {
+                Failure::Config(tightfit::steps::ConfigError::new("handle", e.to_string()))
+            }
+            RecallError::Unknown { ref handle, ref store } => Failure::Store(StoreError::new(
+                StoreErrorKind::NotFound,
+                store.clone(),
+                format!("no offloaded content under {handle} (offloaded into another store, or forgotten)"),
+            )),
+            other => Failure::Other(other.to_string()),
+        }
+    }
+}
+
+/// The messages offloaded under `handle` in `store`, as a JSON array of `{"index", "message"}`
+/// (the input index, the message as it came), `limit` characters from character `offset`.
+#[pyfunction]
+#[pyo3(signature = (handle, *, store, offset = 0, limit = None))]
+pub(crate) fn recall(
+    py: Python<'_>,
+    handle: &str,
+    store: &Bound<'_, PyAny>,
+    offset: usize,
+    limit: Option<usize>,
+) -> PyResult<String> {
+    let store = store_arg(py, Some(store))?;
+    Ok(py.detach(|| guard(|| Ok(offload::recall(store.as_ref(), handle)?.page(offset, limit).content)))?)
+}
+
+/// The recall tool's schema in `format` (`"openai"` or `"anthropic"`).
+#[pyfunction]
+#[pyo3(signature = (format = "openai"))]
+pub(crate) fn recall_tool<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+    let format: Format = format
+        .parse()
+        .map_err(|reason: String| Failure::Config(tightfit::steps::ConfigError::new("format", reason)))?;
+    to_python(py, &offload::recall_tool(format))
+}
+
+/// The text answering a call of the recall tool with `arguments` (a dict, or the JSON text
+/// OpenAI sends): a page of the content as JSON, or an error the model can read.
+#[pyfunction]
+#[pyo3(signature = (arguments, *, store))]
+pub(crate) fn answer_recall_arguments(
+    py: Python<'_>,
+    arguments: &Bound<'_, PyAny>,
+    store: &Bound<'_, PyAny>,
+) -> PyResult<String> {
+    let arguments: Value = to_value(arguments)
+        .map_err(|e| Failure::Format { path: e.path("arguments"), reason: e.reason.clone() })?;
+    let store = store_arg(py, Some(store))?;
+    Ok(py.detach(|| guard(|| Ok(offload::answer_recall(store.as_ref(), &arguments)?)))?)
+}
