@@ -400,7 +400,9 @@ impl Fitter {
                 _ => (Vec::new(), Vec::new()),
             };
             let over = budget.map_or(0, |b| history.total_tokens().saturating_sub(b));
-            if over > 0 && !blobs.is_empty() && attempt < offload::MAX_ATTEMPTS {
+            // made again only when the notes pushed it over (the steps' own output fitted)
+            let notes_to_blame = budget.is_some_and(|b| steps_left <= b);
+            if over > 0 && notes_to_blame && !blobs.is_empty() && attempt < offload::MAX_ATTEMPTS {
                 // the steps aim lower, leaving room for the notes and half as much again (the
                 // notes change with what the steps do)
                 let notes = history.total_tokens().saturating_sub(steps_left);

@@ -47,6 +47,7 @@ pub mod session;
 pub mod simulate;
 pub mod steps;
 pub mod store;
+pub mod summary;
 pub mod text;
 pub mod tokens;
 pub mod units;

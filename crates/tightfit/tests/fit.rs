@@ -379,7 +379,7 @@ const LLMLING_EXAMPLE: &str = "compaction:
 ";
 
 #[test]
-fn llmlings_yaml_example_loads_and_runs_without_its_summarize_step() {
+fn llmlings_yaml_example_loads_and_runs_with_and_without_its_summarize_step() {
     let pipeline = config::from_str(LLMLING_EXAMPLE, Syntax::Yaml).unwrap();
     let names: Vec<&str> = pipeline.steps().map(|s| s.name()).collect();
     assert_eq!(names, ["drop_thinking", "truncate_tool_results", "keep_last", "summarize"]);
@@ -389,9 +389,16 @@ fn llmlings_yaml_example_loads_and_runs_without_its_summarize_step() {
     let transform = |pipeline: &Pipeline| {
         Fitter::new().run(&conversation, &counter(), Some(pipeline), &RunOptions::transform())
     };
-    // with summarize: no summarizer is configured, and the error says so
-    let err = transform(&pipeline).unwrap_err().to_string();
-    assert!(err.starts_with("summarize: no summarizer is configured"), "{err}");
+    // with summarize: the extractive summarizer writes one summary where the older units were
+    let summarized = transform(&pipeline).unwrap();
+    let summaries: Vec<String> = summarized
+        .messages
+        .iter()
+        .map(|m| m.text_content())
+        .filter(|t| t.starts_with(tightfit::summary::SUMMARY_PREFIX))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    assert!(summaries[0].contains("Commands:\n- ["), "{}", summaries[0]);
     // without it, it runs: thinking gone, tool outputs at most 1,000 chars, last 10 pairs
     let without = LLMLING_EXAMPLE.split("    - type: summarize").next().unwrap();
     let pipeline = config::from_str(without, Syntax::Yaml).unwrap();

@@ -125,8 +125,11 @@ fn fit_and_check(
         .filter(|d| d.contains("merged into the"))
         .filter_map(|d| d.strip_prefix("messages[")?.split(']').next()?.parse().ok())
         .collect();
+    // (a merged message counts as sent when all its parts are in what is sent)
+    let sent_parts: Vec<&Part> = fitted.messages.iter().flat_map(|m| m.parts.iter()).collect();
     for (i, message) in conversation.messages.iter().enumerate() {
-        if sent_as_is[i] || merged.contains(&i) {
+        let merged_and_sent = merged.contains(&i) && message.parts.iter().all(|p| sent_parts.contains(&p));
+        if sent_as_is[i] || merged_and_sent {
             continue;
         }
         match recalled.get(&i) {
@@ -195,4 +198,87 @@ fn offloading_is_deterministic_and_the_notes_stay_within_budget() {
         .find(|t| t.contains("offloaded here"))
         .expect("a placeholder");
     assert!(placeholder.contains("recall(\"tf-") && placeholder.contains("tool call"), "{placeholder}");
+}
+
+/// Runs `pipeline` over `conversation` with offloading into a fresh store; the output and the
+/// store.
+fn offloading(
+    conversation: &Conversation,
+    pipeline: &tightfit::Pipeline,
+) -> (Vec<Message>, tightfit::Report, MemoryStore) {
+    let store = MemoryStore::new();
+    let counter = tightfit::tokens::ChatCounter::openai(tightfit::tokens::OpenAiEncoding::O200kBase);
+    let fitted = Fitter::new()
+        .run_with(
+            conversation,
+            &counter,
+            Some(pipeline),
+            &RunOptions::transform(),
+            Services::default().with_offload(&store),
+        )
+        .unwrap();
+    let report = fitted.report.clone();
+    (fitted.into_messages(), report, store)
+}
+
+#[test]
+fn a_placeholder_never_lands_between_the_results_of_one_step() {
+    // the debug call of a parallel step goes with its result; the search result stays
+    let conversation = parse_str(
+        r#"[{"role": "user", "content": "find it"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "search", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "debug", "arguments": "{\"deep\": true}"}},
+                {"id": "c", "type": "function", "function": {"name": "search", "arguments": "{\"q\": 2}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "found"},
+            {"role": "tool", "tool_call_id": "b", "content": "a long debug trace"},
+            {"role": "tool", "tool_call_id": "c", "content": "found again"},
+            {"role": "user", "content": "thanks"}]"#,
+        FormatHint::Auto,
+    )
+    .unwrap();
+    let pipeline = tightfit::Pipeline::builder()
+        .step(tightfit::steps::DropToolCalls::excluding(["debug"]))
+        .build()
+        .unwrap();
+    let (out, report, store) = offloading(&conversation, &pipeline);
+    assert_eq!(tightfit::validate(&out, Format::OpenAi), vec![], "{out:#?}");
+    let placeholder =
+        out.iter().position(|m| m.text_content().contains("offloaded here")).expect("a placeholder");
+    assert_eq!(out[placeholder - 1].tool_call_id.as_deref(), Some("c"), "after the step's last result");
+    let handle = &report.offloaded.iter().find(|o| o.kind == OffloadKind::Removed).unwrap().handle;
+    let back = offload::recall(&store, handle).unwrap();
+    assert_eq!(back.messages, vec![(3, conversation.messages[3].clone())]);
+}
+
+#[test]
+fn a_turn_merged_into_a_turn_that_is_then_dropped_is_recallable() {
+    // Anthropic: the two first user turns are merged, then keep_last drops the merged turn
+    let conversation = parse_str(
+        r#"[{"role": "user", "content": "first words, ticket 4711"},
+            {"role": "user", "content": "second words, see src/app.py"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "now?"},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "thanks"}]"#,
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let pipeline =
+        tightfit::Pipeline::builder().step(tightfit::steps::KeepLast::messages(3)).build().unwrap();
+    let (out, report, store) = offloading(&conversation, &pipeline);
+    let recalled: Vec<usize> = report
+        .offloaded
+        .iter()
+        .flat_map(|o| offload::recall(&store, &o.handle).unwrap().messages)
+        .map(|(i, m)| {
+            assert_eq!(m, conversation.messages[i]);
+            i
+        })
+        .collect();
+    let sent = out.iter().map(Message::text_content).collect::<Vec<_>>().join("\n");
+    for (i, message) in conversation.messages.iter().enumerate() {
+        let text = message.text_content();
+        assert!(sent.contains(&text) || recalled.contains(&i), "message {i} ({text}) lost: {sent}");
+    }
 }

@@ -7,7 +7,7 @@
 //! message one blob and a note on the message. Cost: one pass over the output and the dropped
 //! record, plus writing the blobs' JSON.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::{gist, Blob, OffloadKind, Offloaded};
 use crate::format::Format;
@@ -89,9 +89,17 @@ fn place_removals(
         .collect();
     // the dropped messages that took content away, by the gap they fell in (the number of
     // sent input messages before them), with the steps that dropped them
+    // (a message merged into the turn before it is still sent if all its parts are, in a
+    // message a step wrote or changed: the turn it went into may have been dropped or cut since)
+    let rewritten: HashSet<&Part> = (0..history.len())
+        .filter(|&p| history.origin(p) == Origin::Inserted || !history.changes(p).is_empty())
+        .flat_map(|p| history.message(p).parts.iter())
+        .collect();
     let mut gaps: BTreeMap<usize, Vec<(usize, &str)>> = BTreeMap::new();
     for (index, step, reason) in history.dropped() {
-        if reason.starts_with(MERGED_INTO) || says_nothing(&input[*index]) {
+        let merged_and_sent =
+            reason.starts_with(MERGED_INTO) && input[*index].parts.iter().all(|p| rewritten.contains(p));
+        if merged_and_sent || says_nothing(&input[*index]) {
             continue;
         }
         let gap = sent.partition_point(|(_, i)| i < index);
@@ -125,12 +133,21 @@ fn place_removals(
             Some((position, part)) => {
                 history.edit(position, ChangeKind::Rewritten, format!("noted {}", blob.handle), |m| {
                     if let Part::Text(t) = &mut m.parts[part] {
-                        let closing = t.text.rfind(']').unwrap_or(t.text.len());
+                        // before the bracket that closes the trace's first line (a summary's
+                        // header; its body follows)
+                        let first_line = t.text.find('\n').unwrap_or(t.text.len());
+                        let closing = t.text[..first_line].rfind(']').unwrap_or(first_line);
                         t.text.insert_str(closing, &format!("; {recall}"));
                     }
                 });
             }
             None => {
+                // never between a call's results (OpenAI: a tool message answering a call made
+                // before the gap leads the sent messages after it)
+                let mut end = end;
+                while end < history.len() && history.message(end).role == Role::Tool {
+                    end += 1;
+                }
                 let gist = gist::of(&messages.iter().map(|(_, m)| *m).collect::<Vec<_>>());
                 let count = indices.len();
                 let span = match (indices.first(), indices.last()) {

@@ -59,7 +59,7 @@ use crate::pipeline::Pipeline;
 use crate::presets;
 use crate::pricing::{CacheRule, Pricing};
 use crate::report::SessionInfo;
-use crate::steps::{ConfigError, Trace};
+use crate::steps::{ConfigError, SummaryTrace, Trace};
 use crate::tokens::message_fingerprint;
 use crate::units::turn_ends;
 
@@ -95,6 +95,11 @@ pub struct Settings {
     /// handle in the trace (see [`offload`](crate::offload)): a model given the recall tool
     /// can read it back. Defaults to true.
     pub offload: bool,
+    /// Leave a summary of what a compaction removes (the extractive summarizer's structured
+    /// hand-off: requests verbatim, the ledger of exact facts, commands, progress) instead of
+    /// a line saying how many messages went, unless the session was given a trace of its own
+    /// ([`Session::with_trace`]). Defaults to true.
+    pub summarize: bool,
 }
 
 impl Default for Settings {
@@ -106,6 +111,7 @@ impl Default for Settings {
             cache_breakpoints: false,
             weigh_cache_misses: true,
             offload: true,
+            summarize: true,
         }
     }
 }
@@ -119,6 +125,11 @@ impl Settings {
     /// The same settings, weighing cache misses between the marks or not.
     pub fn with_weigh_cache_misses(self, weigh_cache_misses: bool) -> Settings {
         Settings { weigh_cache_misses, ..self }
+    }
+
+    /// The same settings, summarizing what compactions remove or not.
+    pub fn with_summarize(self, summarize: bool) -> Settings {
+        Settings { summarize, ..self }
     }
 
     /// The same settings, offloading what compactions remove or not.
@@ -333,8 +344,12 @@ impl Session {
         }
         // a compaction: the policy cuts down to the low-water mark
         let mut services = Services::default().with_fingerprints(&fingerprints);
+        let summary;
         if let Some(trace) = &self.trace {
             services = services.with_trace(trace.as_ref());
+        } else if self.settings.summarize {
+            summary = SummaryTrace::extractive();
+            services = services.with_trace(&summary);
         }
         if self.settings.offload {
             services = services.with_offload(self.store.as_ref());

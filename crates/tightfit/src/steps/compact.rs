@@ -107,7 +107,12 @@ impl Step for Compact {
                     (history.message(i), origin)
                 })
                 .unzip();
-            trace.trace(&Removed { messages, input_indices, provider: cx.provider })?
+            trace.trace(&Removed {
+                messages,
+                input_indices,
+                provider: cx.provider,
+                counter: history.counter(),
+            })?
         } else {
             None
         };

@@ -27,6 +27,7 @@ use crate::format::Format;
 use crate::history::History;
 pub use crate::params::ConfigError;
 use crate::params::{FromParams, Params};
+use crate::summary::Summarizer;
 
 mod clear_tool_results;
 mod compact;
@@ -69,7 +70,7 @@ pub use shared::cut::TRUNCATED_MARKER;
 pub use shared::filter::MessageFilter;
 pub use shared::select::Measure;
 pub use shared::trace::{CountTrace, Removed, Trace, TRACE_PREFIX};
-pub use summarize::Summarize;
+pub use summarize::{Summarize, SummaryTrace};
 pub use task_truncation::{TaskScope, TaskTruncation};
 pub use token_budget::TokenBudget;
 pub use truncate_text::TruncateText;
@@ -93,12 +94,14 @@ pub struct StepContext<'a> {
     pub provider: Format,
     /// What a compaction leaves where it removed messages; [`CountTrace`] when `None`.
     pub trace: Option<&'a dyn Trace>,
+    /// What writes summaries (the `summarize` step); the built-in extractive one when `None`.
+    pub summarizer: Option<&'a dyn Summarizer>,
 }
 
 impl StepContext<'_> {
     /// A context for `provider`'s rules, with no budget and no known window.
     pub fn new(provider: Format) -> StepContext<'static> {
-        StepContext { budget: None, window: None, provider, trace: None }
+        StepContext { budget: None, window: None, provider, trace: None, summarizer: None }
     }
 }
 
@@ -119,6 +122,14 @@ impl<'a> StepContext<'a> {
         'a: 'b,
     {
         StepContext { trace: Some(trace), ..self }
+    }
+
+    /// The same context with `summarizer` lent to the `summarize` step.
+    pub fn with_summarizer<'b>(self, summarizer: &'b dyn Summarizer) -> StepContext<'b>
+    where
+        'a: 'b,
+    {
+        StepContext { summarizer: Some(summarizer), ..self }
     }
 }
 

@@ -1,40 +1,62 @@
-//! `summarize`: replace older messages by a summary (llmling `Summarize`).
+//! `summarize`: replace older units by one summary message (llmling `Summarize`), and
+//! [`SummaryTrace`], the same summary as what a session's compaction leaves.
 //!
-//! Summaries come with their own issue (a pluggable summarizer: an OpenAI-compatible or
-//! Anthropic endpoint, a Python callable, or the built-in extractive one). Until then the step
-//! reads its configuration, so configurations that name it load, and it does nothing while the
-//! history has at most `threshold` messages; past that it fails with an error that says no
-//! summarizer is configured — it never drops messages silently in place of a summary.
+//! Past `threshold` messages, every unit before the newest `keep_recent` messages (whole units:
+//! a tool call keeps its results) goes, but for what is always kept (system messages, the
+//! newest user turn), and one user message takes the place of the first: a header saying which
+//! messages went, then the summarizer's body (by default the [extractive](crate::summary::Extractive)
+//! one: the user's requests verbatim, the ledger of exact facts, commands and outcomes,
+//! progress). An earlier summary in the range is summarized with the rest, its requests and
+//! ledger lines carried verbatim. With offload on, the handle recalling the originals is added
+//! to the header. Cost: the summarizer's (the extractive one: a pass over the removed messages
+//! and a token count per line) plus O(units).
 
+use super::shared::trace::{Removed, Trace};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::history::History;
+use crate::history::{History, Keep, Origin};
+use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
+use crate::summary::{self, Extractive, Summarizer, SummaryRequest};
+use crate::units::UnitKind;
 
 /// `summarize` in configuration.
 pub(crate) const KIND: StepKind = StepKind::of::<Summarize>("summarize", &[]);
 
-/// Summarizes older messages (not available yet: fails once it would have to act).
+/// The tokens a summary may take unless configured.
+pub const DEFAULT_SUMMARY_TOKENS: usize = 1_000;
+
+/// Summarizes older units into one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summarize {
-    /// The model that writes summaries. Defaults to `openai:gpt-4o-mini` (llmling's default).
+    /// The model that writes summaries, for a summarizer that calls one (llmling's key).
+    /// Defaults to `openai:gpt-4o-mini`; the built-in extractive summarizer needs none.
     pub model: String,
     /// Messages above which it acts. Defaults to 15.
     pub threshold: usize,
-    /// Recent messages left out of the summary. Defaults to 5.
+    /// Recent messages left out of the summary (rounded out to whole units). Defaults to 5.
     pub keep_recent: usize,
-    /// The prompt, with `{conversation}` where the history goes. Defaults to `None` (the
-    /// summarizer's own).
+    /// The prompt, with `{conversation}` where the history goes, for a summarizer that calls a
+    /// model. Defaults to `None` (the summarizer's own).
     pub summary_prompt: Option<String>,
+    /// The most tokens the summary may take. Defaults to [`DEFAULT_SUMMARY_TOKENS`].
+    pub max_tokens: usize,
 }
 
 impl Default for Summarize {
     fn default() -> Summarize {
-        Summarize { model: "openai:gpt-4o-mini".into(), threshold: 15, keep_recent: 5, summary_prompt: None }
+        Summarize {
+            model: "openai:gpt-4o-mini".into(),
+            threshold: 15,
+            keep_recent: 5,
+            summary_prompt: None,
+            max_tokens: DEFAULT_SUMMARY_TOKENS,
+        }
     }
 }
 
 impl FromParams for Summarize {
-    /// Keys: `model`, `threshold`, `keep_recent`, `summary_prompt`.
+    /// Keys: `model`, `threshold`, `keep_recent`, `summary_prompt`, `max_tokens` (alias
+    /// `max_summary_tokens`).
     fn from_params(p: &mut Params) -> Result<Summarize, ConfigError> {
         let mut step = Summarize::default();
         if let Some(model) = p.string(&["model"])? {
@@ -46,6 +68,9 @@ impl FromParams for Summarize {
         if let Some(n) = p.usize(&["keep_recent"])? {
             step.keep_recent = n;
         }
+        if let Some(n) = p.usize(&["max_tokens", "max_summary_tokens"])? {
+            step.max_tokens = n;
+        }
         step.summary_prompt = p.string(&["summary_prompt"])?;
         Ok(step)
     }
@@ -53,21 +78,156 @@ impl FromParams for Summarize {
 
 impl Step for Summarize {
     fn name(&self) -> &'static str {
-        "summarize"
+        KIND.name
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.max_tokens < 16 {
+            return Err(ConfigError::new(
+                "max_tokens",
+                "must be at least 16 (a summary's header alone takes that)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         if history.len() <= self.threshold {
             return Ok(());
         }
-        Err(StepError::new(
-            self.name(),
-            format!(
-                "no summarizer is configured (the history has {} messages, above the threshold of {}); \
-                 remove the step or summarize elsewhere",
-                history.len(),
-                self.threshold
-            ),
-        ))
+        let units = history.units();
+        let protected = history.protected_units(Keep::default());
+        let recent_from = history.len().saturating_sub(self.keep_recent);
+        // whole units before the recent ones, after the leading system messages
+        let drop: Vec<bool> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| !protected[i] && u.kind != UnitKind::Instruction && u.messages.end <= recent_from)
+            .collect();
+        let Some(first) = drop.iter().position(|d| *d) else { return Ok(()) };
+        let positions: Vec<usize> =
+            units.iter().zip(&drop).filter(|(_, d)| **d).flat_map(|(u, _)| u.messages.clone()).collect();
+        let removed = Removed {
+            messages: positions.iter().map(|&p| history.message(p)).collect(),
+            input_indices: positions
+                .iter()
+                .map(|&p| match history.origin(p) {
+                    Origin::Input(i) => Some(i),
+                    Origin::Inserted => None,
+                })
+                .collect(),
+            provider: cx.provider,
+            counter: history.counter(),
+        };
+        let extractive = Extractive::default();
+        let summarizer: &dyn Summarizer = cx.summarizer.unwrap_or(&extractive);
+        let message = summary_message(summarizer, &removed, self.max_tokens);
+        let at = units[first].messages.start;
+        let count = history.drop_units(&drop, "summarized");
+        history.insert(at, message, format!("summary of the {count} messages removed"));
+        Ok(())
+    }
+}
+
+/// The summary of `removed` by `summarizer` in at most `max_tokens`, as a user message. A
+/// summarizer that fails never fails the run: the extractive one stands in, and if even it
+/// has nothing that fits, the header alone says what went (and the line after it, why).
+fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> Message {
+    let header = summary::header(removed.messages.len(), removed.input_span());
+    let count = |text: &str| removed.counter.text_counter().count(text);
+    let room = max_tokens.saturating_sub(count(&header) + 1);
+    let request = SummaryRequest::new(&removed.messages, &removed.input_indices, room, &count);
+    let body = summarizer.summarize(&request).or_else(|failed| {
+        let extractive = Extractive::default();
+        match extractive.summarize(&request) {
+            Ok(body) => Ok(format!("({failed}; the extractive summary instead)\n{body}")),
+            Err(_) => Err(failed),
+        }
+    });
+    match body {
+        Ok(body) if !body.is_empty() => Message::text(Role::User, format!("{header}\n{body}")),
+        _ => Message::text(Role::User, header),
+    }
+}
+
+/// A compaction's trace that is a summary of what it removed (for a session: its compactions
+/// then leave a structured hand-off instead of a line saying how many messages went).
+#[derive(Debug)]
+pub struct SummaryTrace {
+    summarizer: Box<dyn Summarizer>,
+    max_tokens: usize,
+}
+
+impl SummaryTrace {
+    /// Summaries by `summarizer`, at most `max_tokens` each.
+    pub fn new(summarizer: Box<dyn Summarizer>, max_tokens: usize) -> SummaryTrace {
+        SummaryTrace { summarizer, max_tokens }
+    }
+
+    /// The extractive summarizer's, at most [`DEFAULT_SUMMARY_TOKENS`] each.
+    pub fn extractive() -> SummaryTrace {
+        SummaryTrace::new(Box::new(Extractive::default()), DEFAULT_SUMMARY_TOKENS)
+    }
+}
+
+impl Trace for SummaryTrace {
+    fn trace(&self, removed: &Removed<'_>) -> Result<Option<Message>, StepError> {
+        if removed.messages.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(summary_message(self.summarizer.as_ref(), removed, self.max_tokens)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{parse_str, Format, FormatHint};
+    use crate::steps::test_support::{counter, run_in};
+    use crate::steps::TRACE_PREFIX;
+
+    fn agent_run(steps: usize) -> Vec<Message> {
+        let mut json = vec![
+            serde_json::json!({"role": "system", "content": "You are a coding agent."}),
+            serde_json::json!({"role": "user", "content": "Fix the failing test in tests/test_date.py; the parser is src/date.py."}),
+        ];
+        for i in 0..steps {
+            json.push(serde_json::json!({"role": "assistant", "content": format!("Step {i}: running the tests."), "tool_calls": [
+                {"id": format!("c{i}"), "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\": \"pytest -k case_{i}\"}}")}}]}));
+            json.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("FAILED case_{i}: ValueError: bad day {}", 1000 + i)}));
+        }
+        parse_str(&serde_json::Value::Array(json).to_string(), FormatHint::Auto).unwrap().messages
+    }
+
+    #[test]
+    fn older_units_become_one_summary_that_keeps_the_facts() {
+        let input = agent_run(12);
+        let step = Summarize { threshold: 10, keep_recent: 4, ..Summarize::default() };
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi));
+        assert_eq!(out[0], input[0], "system stays");
+        assert_eq!(out[1], input[1], "the task (the newest user turn) stays");
+        let summary = out[2].text_content();
+        assert!(
+            summary.starts_with(summary::SUMMARY_PREFIX) && summary.starts_with(TRACE_PREFIX),
+            "{summary}"
+        );
+        assert!(summary.contains("messages 2-21: 20 messages were removed"), "{summary}");
+        for fact in ["case_0", "ValueError: bad day 1000", "1009"] {
+            assert!(summary.contains(fact), "{fact} in {summary}");
+        }
+        assert_eq!(&out[3..], &input[input.len() - 4..], "the recent messages stay, whole steps");
+        assert_eq!(crate::validate::validate(&out, Format::OpenAi), vec![]);
+    }
+
+    #[test]
+    fn under_the_threshold_nothing_happens_and_the_summary_keeps_its_budget() {
+        let input = agent_run(3);
+        assert_eq!(run_in(&Summarize::default(), &input, StepContext::new(Format::OpenAi)), input);
+        let input = agent_run(200);
+        let step = Summarize { threshold: 10, keep_recent: 2, max_tokens: 300, ..Summarize::default() };
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi));
+        let tokens = counter().count(&out[2..3], None).total;
+        assert!(tokens <= 300 + 10, "{tokens}");
+        assert!(Summarize { max_tokens: 3, ..Summarize::default() }.check().is_err());
     }
 }

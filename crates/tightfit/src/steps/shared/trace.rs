@@ -12,6 +12,7 @@ use std::fmt;
 use crate::format::Format;
 use crate::message::{Message, Role};
 use crate::steps::StepError;
+use crate::tokens::ChatCounter;
 
 /// The messages a compaction removed, in order, with where each sat in the input.
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct Removed<'h> {
     pub input_indices: Vec<Option<usize>>,
     /// The provider the history is fitted for.
     pub provider: Format,
+    /// The run's counter (what a trace with a token budget measures itself with).
+    pub counter: &'h ChatCounter,
 }
 
 impl Removed<'_> {
@@ -80,12 +83,14 @@ mod tests {
 
     #[test]
     fn the_count_trace_names_how_many_and_which() {
+        let counter = crate::steps::test_support::counter();
         let a = Message::text(Role::User, "a");
         let b = Message::text(Role::Assistant, "b");
         let removed = Removed {
             messages: vec![&a, &b, &a],
             input_indices: vec![Some(3), None, Some(9)],
             provider: Format::OpenAi,
+            counter: &counter,
         };
         let message = CountTrace.trace(&removed).unwrap().unwrap();
         assert_eq!(message.role, Role::User);
@@ -93,7 +98,8 @@ mod tests {
             message.text_content(),
             "[tightfit: 3 earlier messages were removed here to fit the context window (messages 3-9 of the conversation)]"
         );
-        let none = Removed { messages: vec![], input_indices: vec![], provider: Format::OpenAi };
+        let none =
+            Removed { messages: vec![], input_indices: vec![], provider: Format::OpenAi, counter: &counter };
         assert!(CountTrace.trace(&none).unwrap().is_none());
     }
 }
