@@ -362,6 +362,20 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
     }
 }
 
+/// Where a note written by tightfit (a placeholder, a trace, a summary: user text) may go so
+/// as to stand at `position`: there, unless that is inside Anthropic's current tool turn, where
+/// user text would end the turn (and the assistant message after it would need the thinking
+/// it does not have): then just before the turn's first assistant message.
+pub(crate) fn note_position<M: Borrow<Message>>(messages: &[M], position: usize, provider: Format) -> usize {
+    if provider != Format::Anthropic {
+        return position;
+    }
+    match current_tool_turn(messages) {
+        Some(first) if position > first => first,
+        _ => position,
+    }
+}
+
 /// The first assistant message of the current assistant turn, when the history ends inside a
 /// tool loop: the last message holds only tool results, and the turn began with the first
 /// assistant message after the last user message that is not only results.

@@ -16,6 +16,7 @@ use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::record::ChangeKind;
 use crate::repair::MERGED_INTO;
 use crate::steps::{says_nothing, TRACE_PREFIX};
+use crate::validate::note_position;
 
 /// The step name the pass records its changes under.
 pub(crate) const STEP: &str = "offload";
@@ -148,6 +149,7 @@ fn place_removals(
                 while end < history.len() && history.message(end).role == Role::Tool {
                     end += 1;
                 }
+                let end = note_position(history.messages(), end, format);
                 let gist = gist::of(&messages.iter().map(|(_, m)| *m).collect::<Vec<_>>());
                 let count = indices.len();
                 let span = match (indices.first(), indices.last()) {

@@ -118,6 +118,7 @@ impl Step for Compact {
         };
         let at = history.units()[cut.first_removed].messages.start;
         let count = history.drop_units(&cut.drop, &cut.reason());
+        let at = crate::validate::note_position(history.messages(), at, history.provider());
         if let Some(message) = removed_message {
             history.insert(at, message, format!("trace of the {count} messages removed"));
         }

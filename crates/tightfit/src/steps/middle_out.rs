@@ -277,6 +277,7 @@ impl Step for MiddleOut {
                     .unwrap_or(history.len()),
                 _ => history.len(),
             };
+            let at = crate::validate::note_position(history.messages(), at, history.provider());
             history.insert(at, note, format!("placeholder for {skipped} messages dropped from the middle"));
         }
         Ok(())
@@ -415,5 +416,35 @@ mod tests {
         assert_eq!(validate(&out, Format::Anthropic), vec![]);
         assert!(out.iter().any(|m| m.text_content().contains("messages omitted]")), "{:?}", lines(&out));
         assert!(out.last().unwrap().text_content().contains("newest question"));
+    }
+
+    #[test]
+    fn a_placeholder_never_ends_the_current_tool_turn() {
+        // one tool turn with thinking, no user words: user text in the middle of it would start
+        // a new turn whose first assistant message has no thinking
+        let step = |i: usize| {
+            format!(
+                r#"{{"role": "assistant", "content": [{{"type": "tool_use", "id": "t{i}", "name": "a", "input": {{"q": "{}"}}}}]}},
+                   {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "t{i}", "content": "{}"}}]}}"#,
+                "words ".repeat(20),
+                "result ".repeat(30)
+            )
+        };
+        let later: Vec<String> = (1..8).map(step).collect();
+        let input = anthropic(&format!(
+            r#"[{{"role": "user", "content": "go"}},
+                {{"role": "assistant", "content": [{{"type": "thinking", "thinking": "plan", "signature": "c2ln"}},
+                    {{"type": "tool_use", "id": "t0", "name": "a", "input": {{}}}}]}},
+                {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "t0", "content": "r"}}]}},
+                {}]"#,
+            later.join(",")
+        ));
+        let cx = StepContext::new(Format::Anthropic).with_budget(400);
+        let step =
+            MiddleOut { placeholder: Some("[{skipped} messages omitted]".into()), ..MiddleOut::default() };
+        let out = run_in(&step, &input, cx);
+        assert!(out.len() < input.len());
+        assert_eq!(validate(&out, Format::Anthropic), vec![]);
+        assert!(out.iter().any(|m| m.text_content().contains("messages omitted]")), "{:?}", lines(&out));
     }
 }

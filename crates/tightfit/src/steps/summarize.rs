@@ -124,6 +124,7 @@ impl Step for Summarize {
         let message = summary_message(summarizer, &removed, self.max_tokens);
         let at = units[first].messages.start;
         let count = history.drop_units(&drop, "summarized");
+        let at = crate::validate::note_position(history.messages(), at, history.provider());
         history.insert(at, message, format!("summary of the {count} messages removed"));
         Ok(())
     }
