@@ -45,7 +45,7 @@ fn policy_arg(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Policy> {
 /// conversations and threads. See the engine's `tightfit::session` for how it decides.
 #[pyclass(frozen, module = "tightfit", name = "Session")]
 pub(crate) struct PySession {
-    inner: Session,
+    pub(crate) inner: Session,
     model: String,
     store: String,
     /// The messages of the latest call (see `memo.rs`).
@@ -191,6 +191,14 @@ impl PySession {
         };
         let raw = RawInput::read(&args::messages(messages)?, None, format)?.preferring(preferred);
         Ok(py.detach(|| guard(|| Ok(Session::key_of(&raw.parse()?))))?)
+    }
+
+    /// The messages this session's compactions offloaded under `handle`, from its store (see
+    /// `tightfit.recall`).
+    #[pyo3(signature = (handle, *, offset = 0, limit = None))]
+    fn recall(&self, py: Python<'_>, handle: &str, offset: usize, limit: Option<usize>) -> PyResult<String> {
+        let session = &self.inner;
+        Ok(py.detach(|| guard(|| Ok(session.recall(handle)?.page(offset, limit).content)))?)
     }
 
     /// Forgets conversation `key`, in memory and in the store: its next turn starts afresh.

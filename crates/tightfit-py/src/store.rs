@@ -50,10 +50,19 @@ pub(crate) fn store_arg(py: Python<'_>, store: Option<&Bound<'_, PyAny>>) -> PyR
     if let Ok(memory) = store.cast::<PyMemoryStore>() {
         return Ok(Arc::clone(&memory.get().inner) as Arc<dyn Store>);
     }
+    // a session's own store (what its compactions offloaded into)
+    if let Ok(session) = store.cast::<crate::session::PySession>() {
+        return Ok(Arc::clone(session.get().inner.store()));
+    }
+    if let Ok(wrapper) = store.getattr("_native") {
+        if let Ok(session) = wrapper.cast::<crate::session::PySession>() {
+            return Ok(Arc::clone(session.get().inner.store()));
+        }
+    }
     let Ok(path) = store.extract::<PathBuf>() else {
         let found = store.get_type().name().map(|n| n.to_string()).unwrap_or_default();
         return Err(Failure::Type(format!(
-            "store: expected a file path (str or os.PathLike) or a tightfit.MemoryStore, found {found}"
+            "store: expected a file path (str or os.PathLike), a tightfit.MemoryStore or a tightfit.Session, found {found}"
         ))
         .into());
     };

@@ -8,6 +8,7 @@ import math
 import pytest
 
 import tightfit
+from tightfit import _native
 
 HI = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]
 
@@ -130,9 +131,11 @@ def test_config_errors_name_the_key() -> None:
 
 
 def test_a_failing_step_is_step_failed() -> None:
+    # middle_out run with no budget at all (the steps alone, as the AG2 adapter runs them)
     with pytest.raises(tightfit.StepFailed) as info:
-        tightfit.fit(HI * 15, pipeline=[tightfit.Summarize(threshold=2, keep_recent=1)])
-    assert info.value.step == "summarize"
+        _native.apply_steps(HI * 15, tightfit.Pipeline([tightfit.MiddleOut()]))
+    assert info.value.step == "middle_out"
+    assert "no token budget" in info.value.reason
 
 
 def test_invalid_history_lists_the_violations() -> None:

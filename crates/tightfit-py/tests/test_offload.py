@@ -101,10 +101,12 @@ def test_recall_errors_name_the_handle_and_the_store() -> None:
         tightfit.fit([{"role": "user", "content": "hi"}], "gpt-4o", store=3.5)  # type: ignore[arg-type]
 
 
-def test_a_session_offloads_what_its_compactions_remove() -> None:
+@pytest.mark.parametrize("given_store", [True, False])
+def test_a_session_offloads_what_its_compactions_remove(given_store: bool) -> None:
     messages = records("agent_mini_swe_deepseek.jsonl")[0]["messages"]
-    store = tightfit.MemoryStore()
-    session = tightfit.Session("gpt-4o", budget=6_000, store=store)
+    session = tightfit.Session("gpt-4o", budget=6_000, store=tightfit.MemoryStore() if given_store else None)
+    # the session's own store answers, whether the caller gave one or not
+    store: Any = session
     plain = tightfit.Session("gpt-4o", budget=6_000, offload=False)
     handles = 0
     for end in range(2, len(messages) + 1):
@@ -119,3 +121,8 @@ def test_a_session_offloads_what_its_compactions_remove() -> None:
                 handles += 1
         assert not HANDLE.search(texts(plain.fit(messages[:end]).messages))
     assert handles >= 2
+    handle = HANDLE.search(texts(result.messages)).group(0)
+    assert session.recall(handle) == tightfit.recall(handle, store=session)
+    call = {"id": "c1", "function": {"name": "tightfit_recall", "arguments": json.dumps({"handle": handle})}}
+    # (the tool answers a page of 20,000 characters unless the model asks for another limit)
+    assert json.loads(tightfit.answer_recall(call, store=session)["content"])["content"] == session.recall(handle, limit=20_000)

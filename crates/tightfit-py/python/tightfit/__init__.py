@@ -373,6 +373,12 @@ class Session:
         (plain messages are read in that model's format; OpenAI's when ``None``)."""
         return _native.Session.key_of(messages, format=format, model=model)
 
+    def recall(self, handle: str, *, offset: int = 0, limit: int | None = None) -> str:
+        """The messages this session's compactions offloaded under ``handle`` (named in a
+        trace), from its store: :func:`recall` on the session's store. ``tightfit.answer_recall(
+        call, store=session)`` answers the model's recall calls from it."""
+        return self._native.recall(handle, offset=offset, limit=limit)
+
     def forget(self, key: str) -> None:
         """Forgets conversation ``key``, in memory and in the store: its next turn starts afresh."""
         self._native.forget(key)
@@ -429,7 +435,7 @@ class Session:
 def recall(
     handle: str,
     *,
-    store: str | os.PathLike[str] | MemoryStore,
+    store: str | os.PathLike[str] | MemoryStore | Session,
     offset: int = 0,
     limit: int | None = None,
 ) -> str:
@@ -449,7 +455,7 @@ def recall_tool(format: str = "openai") -> dict[str, Any]:
     return _native.recall_tool(format)
 
 
-def answer_recall(call: Any, *, store: str | os.PathLike[str] | MemoryStore) -> dict[str, Any]:
+def answer_recall(call: Any, *, store: str | os.PathLike[str] | MemoryStore | Session) -> dict[str, Any]:
     """Answers a model's call of the recall tool from ``store``: ``call`` is an OpenAI tool call
     (a dict or the SDK's object: ``{"id", "function": {"name", "arguments"}}``) or an Anthropic
     ``tool_use`` block (``{"type": "tool_use", "id", "name", "input"}``). Returns the message to

@@ -551,7 +551,11 @@ class ContentName(Step):
 
 
 class Summarize(Step):
-    """Replace older units by a summary (fails with StepFailed until summarizers land)."""
+    """Past ``threshold`` messages (15), replace the units before the newest ``keep_recent``
+    messages (5) by one summary of at most ``max_tokens`` tokens (1,000): the built-in
+    extractive summarizer's structured hand-off (the user's requests verbatim, a ledger of exact
+    facts, commands with their outcome, progress, the last state). ``model`` and
+    ``summary_prompt`` are llmling's keys, for a summarizer that calls a model."""
 
     type = "summarize"
 
@@ -562,6 +566,7 @@ class Summarize(Step):
         threshold: int | None = None,
         keep_recent: int | None = None,
         summary_prompt: str | None = None,
+        max_tokens: int | None = None,
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -569,6 +574,7 @@ class Summarize(Step):
             threshold=threshold,
             keep_recent=keep_recent,
             summary_prompt=summary_prompt,
+            max_tokens=max_tokens,
             when=when,
         )
 

@@ -116,7 +116,7 @@ fn place_removals(
         run.sort_unstable();
         let indices: Vec<usize> = run.iter().map(|(i, _)| *i).collect();
         let messages: Vec<(usize, &Message)> = indices.iter().map(|&i| (i, &input[i])).collect();
-        let blob = Blob::of(&messages, format);
+        let (handle, run_blobs) = Blob::of_run(&messages, format);
         let mut steps: Vec<&str> = Vec::new();
         for (_, step) in &run {
             if !steps.contains(&step.as_str()) {
@@ -128,11 +128,11 @@ fn place_removals(
         let start = if gap == 0 { 0 } else { sent[gap - 1].0 + 1 };
         let end = sent.get(gap).map_or(history.len(), |(p, _)| *p);
         let recall =
-            format!("recall(\"{}\") returns {}", blob.handle, if indices.len() == 1 { "it" } else { "them" });
+            format!("recall(\"{handle}\") returns {}", if indices.len() == 1 { "it" } else { "them" });
         match trace_in(history, start, end) {
             // a step left its trace there (a session's compaction): the handle goes into it
             Some((position, part)) => {
-                history.edit(position, ChangeKind::Rewritten, format!("noted {}", blob.handle), |m| {
+                history.edit(position, ChangeKind::Rewritten, format!("noted {handle}"), |m| {
                     if let Part::Text(t) = &mut m.parts[part] {
                         // before the bracket that closes the trace's first line (a summary's
                         // header; its body follows)
@@ -162,16 +162,11 @@ fn place_removals(
                     if count == 1 { "" } else { "s" },
                     if count == 1 { "was" } else { "were" }
                 );
-                place(history, end, text, &blob.handle, format);
+                place(history, end, text, &handle, format);
             }
         };
-        records.push(Offloaded {
-            handle: blob.handle.clone(),
-            messages: indices,
-            kind: OffloadKind::Removed,
-            detail,
-        });
-        blobs.push(blob);
+        records.push(Offloaded { handle, messages: indices, kind: OffloadKind::Removed, detail });
+        blobs.extend(run_blobs);
     }
     records.reverse();
     offloaded.extend(records);

@@ -102,7 +102,38 @@ pub(crate) struct Blob {
     pub(crate) bytes: Vec<u8>,
 }
 
+/// Input messages per chunk of a long run's blobs (by index: chunk k holds the indices
+/// `k·64..(k+1)·64`), so that a session's next compaction, whose run holds this one's again,
+/// writes only the chunks that changed: storage grows with the history, not with its square.
+pub(crate) const CHUNK: usize = 64;
+
 impl Blob {
+    /// The blobs holding `messages` (input index, message, indices ascending) in `format`'s
+    /// wire shape, and the handle that recalls them all: one blob for a run within one chunk;
+    /// else a blob per chunk and a manifest naming them in order (the handle is the manifest's).
+    pub(crate) fn of_run(messages: &[(usize, &Message)], format: Format) -> (String, Vec<Blob>) {
+        let same_chunk = |a: &(usize, &Message), b: &(usize, &Message)| a.0 / CHUNK == b.0 / CHUNK;
+        if messages.chunk_by(same_chunk).nth(1).is_none() {
+            let blob = Blob::of(messages, format);
+            return (blob.handle.clone(), vec![blob]);
+        }
+        let mut blobs: Vec<Blob> = messages.chunk_by(same_chunk).map(|c| Blob::of(c, format)).collect();
+        let manifest = json!({
+            "tightfit_offload": BLOB_VERSION,
+            "format": format.as_str(),
+            "chunks": blobs.iter().map(|b| b.handle.as_str()).collect::<Vec<_>>(),
+        });
+        let manifest = Blob::of_bytes(serde_json::to_vec(&manifest).expect("a manifest is plain JSON"));
+        let handle = manifest.handle.clone();
+        blobs.push(manifest);
+        (handle, blobs)
+    }
+
+    /// A blob of `bytes`, named by their hash.
+    fn of_bytes(bytes: Vec<u8>) -> Blob {
+        Blob { handle: format!("{HANDLE_PREFIX}{:016x}", (xxh3_128(&bytes) >> 64) as u64), bytes }
+    }
+
     /// The blob holding `messages` (input index, message) in `format`'s wire shape.
     pub(crate) fn of(messages: &[(usize, &Message)], format: Format) -> Blob {
         let entries: Vec<Value> = messages
@@ -114,8 +145,7 @@ impl Blob {
             "format": format.as_str(),
             "messages": entries,
         });
-        let bytes = serde_json::to_vec(&document).expect("a blob is plain JSON");
-        Blob { handle: format!("{HANDLE_PREFIX}{:016x}", (xxh3_128(&bytes) >> 64) as u64), bytes }
+        Blob::of_bytes(serde_json::to_vec(&document).expect("a blob is plain JSON"))
     }
 }
 
@@ -193,6 +223,12 @@ pub fn is_handle(text: &str) -> bool {
 
 /// The messages offloaded under `handle` in `store`, exactly as they came.
 pub fn recall(store: &dyn Store, handle: &str) -> Result<Recalled, RecallError> {
+    recall_blob(store, handle, true)
+}
+
+/// [`recall`] of one blob: a manifest of chunks only where `manifest_allowed` (a chunk is
+/// never a manifest).
+fn recall_blob(store: &dyn Store, handle: &str, manifest_allowed: bool) -> Result<Recalled, RecallError> {
     let handle = handle.trim();
     if !is_handle(handle) {
         return Err(RecallError::NotAHandle(handle.to_string()));
@@ -225,6 +261,22 @@ pub fn recall(store: &dyn Store, handle: &str) -> Result<Recalled, RecallError> 
         .ok_or_else(|| corrupt("no format".into()))?
         .parse()
         .map_err(corrupt)?;
+    if let Some(chunks) = document.get("chunks") {
+        let chunks = chunks
+            .as_array()
+            .filter(|_| manifest_allowed)
+            .ok_or_else(|| corrupt("a manifest inside a manifest".into()))?;
+        let mut whole = Recalled { format, messages: Vec::new(), text: String::new() };
+        let mut wire: Vec<Value> = Vec::new();
+        for chunk in chunks {
+            let chunk = chunk.as_str().ok_or_else(|| corrupt("chunks: not a handle".into()))?;
+            let part = recall_blob(store, chunk, false)?;
+            wire.extend(serde_json::from_str::<Vec<Value>>(&part.text).map_err(|e| corrupt(e.to_string()))?);
+            whole.messages.extend(part.messages);
+        }
+        whole.text = serde_json::to_string(&wire).expect("plain JSON");
+        return Ok(whole);
+    }
     let entries =
         document.get("messages").and_then(Value::as_array).ok_or_else(|| corrupt("no messages".into()))?;
     let mut messages = Vec::with_capacity(entries.len());
@@ -341,6 +393,30 @@ mod tests {
             offset = page.next_offset;
         }
         assert_eq!(joined, recalled.text);
+    }
+
+    #[test]
+    fn a_long_run_is_stored_in_chunks_that_the_next_longer_run_shares() {
+        let store = MemoryStore::new();
+        let messages: Vec<Message> =
+            (0..300).map(|i| Message::text(Role::User, format!("message {i}"))).collect();
+        let run = |to: usize| -> Vec<(usize, &Message)> { (3..to).map(|i| (i, &messages[i])).collect() };
+        let (first, blobs) = Blob::of_run(&run(200), Format::OpenAi);
+        assert_eq!(blobs.len(), 4 + 1, "chunks at 0, 64, 128, 192, and the manifest");
+        write(&store, &blobs).unwrap();
+        let (second, more) = Blob::of_run(&run(300), Format::OpenAi);
+        let new = more.iter().filter(|b| blobs.iter().all(|old| old.handle != b.handle)).count();
+        assert_eq!(new, 3, "the chunk at 192 grew, the one at 256 is new, and the manifest");
+        write(&store, &more).unwrap();
+        let back = recall(&store, &second).unwrap();
+        assert_eq!(back.messages.len(), 297);
+        assert!(back.messages.iter().all(|(i, m)| *m == messages[*i]));
+        assert_eq!(recall(&store, &first).unwrap().messages.len(), 197);
+        let entries: Vec<Value> = serde_json::from_str(&back.text).unwrap();
+        assert_eq!((entries.len(), entries[0]["index"].clone()), (297, json!(3)));
+        // a short run is one blob, its own handle
+        let (short, one) = Blob::of_run(&run(10), Format::OpenAi);
+        assert_eq!((one.len(), one[0].handle.clone()), (1, short));
     }
 
     #[test]

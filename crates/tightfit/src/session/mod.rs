@@ -416,7 +416,19 @@ impl Session {
         }
     }
 
-    /// Forgets conversation `key`, in memory and in the store.
+    /// The messages a compaction of this session offloaded under `handle` (named in its
+    /// trace), from the session's store.
+    pub fn recall(&self, handle: &str) -> Result<crate::offload::Recalled, crate::offload::RecallError> {
+        crate::offload::recall(self.store.as_ref(), handle)
+    }
+
+    /// The store the session keeps its checkpoints and offloaded content in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Forgets conversation `key`, in memory and in the store (its checkpoint: offloaded
+    /// content stays, as it may be shared with other conversations by content).
     pub fn forget(&self, key: &str) -> Result<(), StoreError> {
         self.lock().conversations.remove(key);
         self.store.remove(key).map(|_| ())
