@@ -25,6 +25,10 @@ pub(crate) const KIND: StepKind = StepKind::of::<Summarize>("summarize", &[]);
 /// The tokens a summary may take unless configured.
 pub const DEFAULT_SUMMARY_TOKENS: usize = 1_000;
 
+/// The tokens of a summary's budget left for the handle offload adds to its header
+/// (`; recall("tf-…") returns them`).
+const HANDLE_NOTE_TOKENS: usize = 24;
+
 /// Summarizes older units into one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summarize {
@@ -134,6 +138,8 @@ impl Step for Summarize {
 /// summarizer that fails never fails the run: the extractive one stands in, and if even it
 /// has nothing that fits, the header alone says what went (and the line after it, why).
 fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> Message {
+    // room for the recall handle offload adds to the header
+    let max_tokens = max_tokens.saturating_sub(HANDLE_NOTE_TOKENS);
     let header = summary::header(removed.messages.len(), removed.input_span());
     let count = |text: &str| removed.counter.text_counter().count(text);
     let room = max_tokens.saturating_sub(count(&header) + 1);
@@ -146,7 +152,16 @@ fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_token
         }
     });
     match body {
-        Ok(body) if !body.is_empty() => Message::text(Role::User, format!("{header}\n{body}")),
+        Ok(mut body) if !body.is_empty() => {
+            // within the budget as one text (tokens can merge across the header's line break)
+            while !body.is_empty() && count(&format!("{header}\n{body}")) > max_tokens {
+                body.truncate(body.rfind('\n').unwrap_or(0));
+            }
+            if body.is_empty() {
+                return Message::text(Role::User, header);
+            }
+            Message::text(Role::User, format!("{header}\n{body}"))
+        }
         _ => Message::text(Role::User, header),
     }
 }

@@ -6,8 +6,9 @@
 //! 1. **Requests (verbatim)**: every user message's own words (not tool results), cut at
 //!    `request_chars` with `…`; the requests carried from an earlier summary first;
 //! 2. **Facts**: the [ledger](super::ledger) of the messages, one line per kind (errors, paths,
-//!    URLs, identifiers, numbers), facts in order of first appearance; the ledger lines of an
-//!    earlier summary carried first, verbatim;
+//!    URLs, identifiers, numbers), at most 60% of the budget left: an earlier summary's facts
+//!    first (verbatim), then those of the user's words, the tool calls, the tool results and
+//!    the assistant's words, each in order of first appearance, the kinds taking turns;
 //! 3. **Commands**: each tool call (name and the start of its arguments) with the first line of
 //!    its result;
 //! 4. **Progress**: the first sentence of each assistant message's text;
@@ -37,6 +38,9 @@ impl Default for Extractive {
         Extractive { request_chars: 600, line_chars: 160 }
     }
 }
+
+/// The share of the budget left after the requests that the ledger may take, in percent.
+const LEDGER_SHARE: usize = 60;
 
 const REQUESTS: &str = "Requests (verbatim):";
 const FACTS: &str = "Facts:";
@@ -80,21 +84,27 @@ impl Summarizer for Extractive {
         }
         body.section(REQUESTS, requests);
 
-        // 2. the ledger, earlier summaries' lines first
-        let facts = ledger::facts_of_messages(request.messages.iter().copied().filter(|m| !is_summary(m)));
-        let mut lines = Vec::new();
-        for kind in FactKind::ALL {
-            let mut line: Vec<String> = carried_facts.remove(kind.as_str()).unwrap_or_default();
-            for fact in facts.iter().filter(|f| f.kind == kind) {
-                if !line.contains(&fact.text) {
-                    line.push(fact.text.clone());
+        // 2. the ledger: earlier summaries' facts first, then the user's, the calls', the
+        //    results', the assistant's; each kind gets its turn, so one kind cannot starve the rest
+        let mut queues: Vec<(FactKind, Vec<String>)> = FactKind::ALL
+            .iter()
+            .map(|kind| (*kind, carried_facts.remove(kind.as_str()).unwrap_or_default()))
+            .collect();
+        let fresh = request.messages.iter().copied().filter(|m| !is_summary(m));
+        let by_source: [Vec<&Message>; 3] = [
+            fresh.clone().filter(|m| m.role == Role::User && !m.is_tool_result()).collect(),
+            fresh.clone().filter(|m| m.role == Role::Assistant).collect(),
+            fresh.filter(|m| m.role == Role::Tool || m.is_tool_result()).collect(),
+        ];
+        for messages in by_source {
+            for fact in ledger::facts_of_messages(messages) {
+                let queue = &mut queues.iter_mut().find(|(k, _)| *k == fact.kind).expect("every kind").1;
+                if !queue.contains(&fact.text) {
+                    queue.push(fact.text);
                 }
             }
-            if !line.is_empty() {
-                lines.push((kind.as_str(), line));
-            }
         }
-        body.facts(lines);
+        body.facts(queues);
 
         // 3. the commands and what they gave
         let mut results: HashMap<&str, String> = HashMap::new();
@@ -159,7 +169,7 @@ impl Summarizer for Extractive {
             });
         }
         // (messages without text leave an empty body: the header says what went)
-        Ok(body.text.trim_end().to_string())
+        Ok(body.finish())
     }
 }
 
@@ -196,28 +206,59 @@ impl Body<'_> {
         }
     }
 
-    /// The ledger: a line per kind, as many facts of it as fit.
-    fn facts(&mut self, lines: Vec<(&str, Vec<String>)>) {
-        if lines.is_empty() || !self.line(FACTS) {
+    /// The ledger: a line per kind; facts taken a kind at a time, in turn, while they fit.
+    fn facts(&mut self, queues: Vec<(FactKind, Vec<String>)>) {
+        if queues.iter().all(|(_, q)| q.is_empty()) || !self.line(FACTS) {
             return;
         }
-        for (kind, facts) in lines {
-            let mut line = format!("- {kind}: ");
-            let mut written = 0;
-            for fact in facts {
-                let piece = if written == 0 { fact } else { format!("; {fact}") };
-                // a fact costs its own tokens (about): stop before the budget
-                let needed = (self.count)(&piece) + 1;
-                if self.tokens + (self.count)(&line) + needed > self.max {
-                    break;
+        // each line costs its prefix; each fact its tokens and a separator (an estimate the
+        // final trim in `finish` makes exact)
+        // (at most `LEDGER_SHARE` of what is left: the commands, progress and last state follow)
+        let mut room = self.max.saturating_sub(self.tokens) * LEDGER_SHARE / 100;
+        let mut taken: Vec<Vec<&str>> = vec![Vec::new(); queues.len()];
+        let mut next = vec![0; queues.len()];
+        loop {
+            let mut progress = false;
+            for (k, (kind, queue)) in queues.iter().enumerate() {
+                while let Some(fact) = queue.get(next[k]) {
+                    next[k] += 1;
+                    let prefix = if taken[k].is_empty() {
+                        (self.count)(&format!("- {}: ", kind.as_str())) + 1
+                    } else {
+                        0
+                    };
+                    let cost = prefix + (self.count)(fact) + 1;
+                    if cost <= room {
+                        room -= cost;
+                        taken[k].push(fact);
+                        progress = true;
+                        break;
+                    }
                 }
-                line.push_str(&piece);
-                written += 1;
             }
-            if written == 0 || !self.line(&line) {
+            if !progress {
                 break;
             }
         }
+        for ((kind, _), facts) in queues.iter().zip(taken) {
+            if !facts.is_empty() {
+                let line = format!("- {}: {}", kind.as_str(), facts.join("; "));
+                self.text.push_str(&line);
+                self.text.push('\n');
+                self.tokens += (self.count)(&line) + 1;
+            }
+        }
+    }
+
+    /// The body, its lines dropped from the end while the whole is over the budget (the
+    /// line-by-line counts are close, not exact: tokens can merge across a line break).
+    fn finish(mut self) -> String {
+        let mut text = self.text.trim_end().to_string();
+        while !text.is_empty() && (self.count)(&text) > self.max {
+            text.truncate(text.rfind('\n').unwrap_or(0));
+        }
+        self.text = text;
+        self.text
     }
 }
 
