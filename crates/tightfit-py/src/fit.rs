@@ -17,6 +17,7 @@ use crate::input::{model_format, RawInput};
 use crate::pipeline::PyPipeline;
 use crate::report::{PyPlan, PyReport};
 use crate::store::store_arg;
+use crate::summarizer::PySummarizer;
 
 /// A fitted history: the messages to send, the report and the plan.
 #[pyclass(frozen, module = "tightfit", name = "FitResult")]
@@ -94,7 +95,7 @@ impl PyFitter {
     ///
     /// With `store` (a file path or a `MemoryStore`), what the steps remove or cut is
     /// offloaded into it: the output names a handle for each (`tightfit.recall`).
-    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None))]
+    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None, summarizer = None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         &self,
@@ -108,7 +109,10 @@ impl PyFitter {
         format: Option<&str>,
         allow_over_window: bool,
         store: Option<&Bound<'_, PyAny>>,
+        summarizer: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<FitResult> {
+        let summarizer =
+            summarizer.filter(|s| !s.is_none()).map(|s| PySummarizer::new(s, "summarizer")).transpose()?;
         let store = match store.filter(|s| !s.is_none()) {
             Some(store) => Some(store_arg(py, Some(store))?),
             None => None,
@@ -138,10 +142,13 @@ impl PyFitter {
                     *fitter = Fitter::new();
                     fitter
                 });
-                let services = match &store {
+                let mut services = match &store {
                     Some(store) => Services::default().with_offload(store.as_ref()),
                     None => Services::default(),
                 };
+                if let Some(summarizer) = &summarizer {
+                    services = services.with_summarizer(summarizer);
+                }
                 let fitted = fitter.fit_with(&conversation, &target, pipeline.as_deref(), services)?;
                 Ok::<_, Failure>((fitted.report, fitted.plan))
             })

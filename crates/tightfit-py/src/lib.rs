@@ -20,6 +20,7 @@ mod pipeline;
 mod report;
 mod session;
 mod store;
+mod summarizer;
 mod validate;
 
 use pyo3::prelude::*;

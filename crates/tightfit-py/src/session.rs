@@ -3,7 +3,7 @@
 //! the arguments, opens the store and releases the GIL around every call; the decisions are
 //! the engine's (`tightfit::session`).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -12,7 +12,7 @@ use tightfit::format::Format;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::session::{Policy, Session, Settings};
-use tightfit::steps::ConfigError;
+use tightfit::steps::{ConfigError, SummaryTrace, DEFAULT_SUMMARY_TOKENS};
 use tightfit::Conversation;
 
 use crate::args;
@@ -22,6 +22,7 @@ use crate::input::{format_arg, model_format, parse_tools, tools_value, RawInput}
 use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
 use crate::store::store_arg;
+use crate::summarizer::PySummarizer;
 
 /// The policy the caller named: a preset's name or a `Pipeline`.
 fn policy_arg(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Policy> {
@@ -60,7 +61,7 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true))]
+    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true, summarize = true, summarizer = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -76,7 +77,11 @@ impl PySession {
         weigh_cache_misses: bool,
         allow_over_window: bool,
         offload: bool,
+        summarize: bool,
+        summarizer: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySession> {
+        let summarizer =
+            summarizer.filter(|s| !s.is_none()).map(|s| PySummarizer::new(s, "summarizer")).transpose()?;
         let model = args::model(model)?;
         let budget = args::tokens(budget, "budget", 1)?;
         let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
@@ -102,6 +107,7 @@ impl PySession {
         settings.cache_breakpoints = cache_breakpoints;
         settings.weigh_cache_misses = weigh_cache_misses;
         settings.offload = offload;
+        settings.summarize = summarize;
         settings.check().map_err(Failure::Config)?;
         let store = store_arg(py, store)?;
         let described = store.describe();
@@ -109,6 +115,10 @@ impl PySession {
             Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;
         if let Some(pricing) = Pricing::of(info) {
             inner = inner.with_pricing(pricing);
+        }
+        if let (Some(summarizer), true) = (summarizer, summarize) {
+            inner =
+                inner.with_trace(Arc::new(SummaryTrace::new(Box::new(summarizer), DEFAULT_SUMMARY_TOKENS)));
         }
         Ok(PySession {
             inner,

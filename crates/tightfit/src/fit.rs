@@ -38,6 +38,7 @@ use crate::repair::{repair, Repair};
 use crate::report::Report;
 use crate::steps::{StepContext, StepError, Trace};
 use crate::store::{Store, StoreError};
+use crate::summary::Summarizer;
 use crate::tokens::{ChatCounter, CountCache, TokenCounter};
 use crate::validate::{validate, Violation};
 
@@ -379,6 +380,9 @@ impl Fitter {
             if let Some(trace) = services.trace {
                 cx = cx.with_trace(trace);
             }
+            if let Some(summarizer) = services.summarizer {
+                cx = cx.with_summarizer(summarizer);
+            }
             let cache = if options.count { std::mem::take(&mut self.cache) } else { CountCache::new() };
             let mut history = History::fingerprinted(
                 input,
@@ -471,12 +475,19 @@ pub struct Services<'a> {
     pub(crate) fingerprints: Option<&'a [u128]>,
     /// Where what the steps remove or cut is offloaded (see [`offload`]); `None`: nowhere.
     pub offload: Option<&'a dyn Store>,
+    /// What writes the `summarize` step's summaries; `None`: the extractive summarizer.
+    pub summarizer: Option<&'a dyn Summarizer>,
 }
 
 impl<'a> Services<'a> {
     /// Lends `trace` to compactions.
     pub fn with_trace(self, trace: &'a dyn Trace) -> Services<'a> {
         Services { trace: Some(trace), ..self }
+    }
+
+    /// Lends `summarizer` to the `summarize` step.
+    pub fn with_summarizer(self, summarizer: &'a dyn Summarizer) -> Services<'a> {
+        Services { summarizer: Some(summarizer), ..self }
     }
 
     /// Offloads what the steps remove or cut into `store`, leaving placeholders that name it.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from tightfit import _native
 from tightfit._native import (
@@ -137,6 +137,8 @@ __all__ = [
 ]
 
 Messages = Sequence[Mapping[str, Any]]
+#: A summarizer: ``(messages, *, max_tokens) -> str``, or a coroutine function returning one.
+Summarizer = Callable[..., Any]
 PipelineLike = Pipeline | str | Sequence[Step | Mapping[str, Any]] | None
 
 
@@ -173,6 +175,7 @@ def fit(
     format: str | None = None,
     allow_over_window: bool = False,
     store: str | os.PathLike[str] | MemoryStore | None = None,
+    summarizer: Summarizer | None = None,
 ) -> FitResult:
     """Fit ``messages`` into ``model``'s window, or into ``budget`` tokens.
 
@@ -188,6 +191,10 @@ def fit(
     steps remove or cut is offloaded into it, and the fitted history keeps a placeholder (for
     removed messages) or a note (on a cut message) naming a handle; :func:`recall` gives the
     messages back as they came, and ``report.offloaded`` lists the handles.
+
+    ``summarizer`` writes the summaries of a :class:`Summarize` step instead of the built-in
+    extractive one: a callable ``(messages, *, max_tokens) -> str`` (or ``async``), given the
+    messages as dicts; if it raises, the extractive summary stands in and says so.
     """
     return Fitter().fit(
         messages,
@@ -199,6 +206,7 @@ def fit(
         format=format,
         allow_over_window=allow_over_window,
         store=store,
+        summarizer=summarizer,
     )
 
 
@@ -224,6 +232,7 @@ class Fitter:
         format: str | None = None,
         allow_over_window: bool = False,
         store: str | os.PathLike[str] | MemoryStore | None = None,
+        summarizer: Summarizer | None = None,
     ) -> FitResult:
         """:func:`fit`, with what this fitter remembers."""
         return self._native.fit(
@@ -236,6 +245,7 @@ class Fitter:
             format=format,
             allow_over_window=allow_over_window,
             store=store,
+            summarizer=summarizer,
         )
 
 
@@ -261,6 +271,7 @@ async def afit(
     format: str | None = None,
     allow_over_window: bool = False,
     store: str | os.PathLike[str] | MemoryStore | None = None,
+    summarizer: Summarizer | None = None,
 ) -> FitResult:
     """:func:`fit` in a worker thread (the engine releases the GIL), so the event loop keeps
     running while a long history is fitted."""
@@ -275,6 +286,7 @@ async def afit(
         format=format,
         allow_over_window=allow_over_window,
         store=store,
+        summarizer=summarizer,
     )
 
 
@@ -304,7 +316,9 @@ class Session:
     would cost more in cache misses than it saves (the model's prices and its provider's caching
     rule); ``weigh_cache_misses=False`` compacts at the mark. What a compaction removes is
     offloaded into ``store`` and its trace names the handle (:func:`recall`, :func:`recall_tool`);
-    ``offload=False`` leaves only the trace.
+    ``offload=False`` leaves only the trace. Each compaction leaves a summary of what it removed
+    (the extractive summarizer's, or ``summarizer``'s: a callable as for :func:`fit`);
+    ``summarize=False`` a line saying how many messages went.
 
     Conversations are told apart by ``key`` (by default a hash of the messages up to the first
     user message: the system prompt and the task); messages are recognised by content, so a
@@ -327,6 +341,8 @@ class Session:
         weigh_cache_misses: bool = True,
         allow_over_window: bool = False,
         offload: bool = True,
+        summarize: bool = True,
+        summarizer: Summarizer | None = None,
     ) -> None:
         self._native = _native.Session(
             model,
@@ -341,6 +357,8 @@ class Session:
             weigh_cache_misses=weigh_cache_misses,
             allow_over_window=allow_over_window,
             offload=offload,
+            summarize=summarize,
+            summarizer=summarizer,
         )
 
     def fit(

@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension module (``crates/tightfit-py/src``)."""
 
 from os import PathLike
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __version__: str
 
@@ -151,6 +151,8 @@ class Session:
         weigh_cache_misses: bool = True,
         allow_over_window: bool = False,
         offload: bool = True,
+        summarize: bool = True,
+        summarizer: Callable[..., Any] | None = None,
     ) -> None: ...
     def fit(
         self,
@@ -201,6 +203,7 @@ class Fitter:
         format: str | None = None,
         allow_over_window: bool = False,
         store: str | PathLike[str] | MemoryStore | None = None,
+        summarizer: Callable[..., Any] | None = None,
     ) -> FitResult: ...
 
 def recall(

@@ -70,7 +70,7 @@ pub use shared::cut::TRUNCATED_MARKER;
 pub use shared::filter::MessageFilter;
 pub use shared::select::Measure;
 pub use shared::trace::{CountTrace, Removed, Trace, TRACE_PREFIX};
-pub use summarize::{Summarize, SummaryTrace};
+pub use summarize::{Summarize, SummaryTrace, DEFAULT_SUMMARY_TOKENS};
 pub use task_truncation::{TaskScope, TaskTruncation};
 pub use token_budget::TokenBudget;
 pub use truncate_text::TruncateText;

@@ -143,7 +143,8 @@ fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_token
     let header = summary::header(removed.messages.len(), removed.input_span());
     let count = |text: &str| removed.counter.text_counter().count(text);
     let room = max_tokens.saturating_sub(count(&header) + 1);
-    let request = SummaryRequest::new(&removed.messages, &removed.input_indices, room, &count);
+    let request = SummaryRequest::new(&removed.messages, &removed.input_indices, room, &count)
+        .in_format(removed.provider);
     let body = summarizer.summarize(&request).or_else(|failed| {
         let extractive = Extractive::default();
         match extractive.summarize(&request) {

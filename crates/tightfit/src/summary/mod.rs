@@ -20,6 +20,7 @@ use std::fmt;
 
 pub use extractive::Extractive;
 
+use crate::format::Format;
 use crate::message::Message;
 
 /// How the text of a summary message starts: `[tightfit: summary of ` (so tightfit's own
@@ -38,6 +39,8 @@ pub struct SummaryRequest<'a> {
     pub max_tokens: usize,
     /// Counts the tokens of a text, by the model's tokenizer.
     pub count: &'a dyn Fn(&str) -> usize,
+    /// The wire format of the conversation (for a summarizer that hands the messages on).
+    pub format: Format,
 }
 
 impl fmt::Debug for SummaryRequest<'_> {
@@ -58,7 +61,12 @@ impl<'a> SummaryRequest<'a> {
         max_tokens: usize,
         count: &'a dyn Fn(&str) -> usize,
     ) -> SummaryRequest<'a> {
-        SummaryRequest { messages, input_indices, max_tokens, count }
+        SummaryRequest { messages, input_indices, max_tokens, count, format: Format::OpenAi }
+    }
+
+    /// The same request for a conversation in `format`.
+    pub fn in_format(self, format: Format) -> SummaryRequest<'a> {
+        SummaryRequest { format, ..self }
     }
 }
 
