@@ -14,6 +14,7 @@ use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::models::{ModelInfo, Registry};
 use tightfit::pipeline::Pipeline;
 use tightfit::store::Store;
+use tightfit::summary::Summarizer;
 use tightfit::{Plan, Report};
 
 use crate::count_cmd::thousands;
@@ -41,6 +42,9 @@ pub struct Options {
     /// `--store`: what the steps remove or cut is offloaded into this store, and the output
     /// names its handles (`tightfit recall HANDLE --store F` gives it back).
     pub store: Option<Arc<dyn Store>>,
+    /// `--summarizer-url` and `--summarizer-model`: what writes the `summarize` step's
+    /// summaries (the extractive summarizer when `None`, or when it fails).
+    pub summarizer: Option<Arc<dyn Summarizer>>,
 }
 
 struct Fitted {
@@ -174,10 +178,13 @@ fn fit_record(
         Target::check_budget(model, budget, options.allow_over_window)?;
         target = target.with_budget(budget);
     }
-    let services = match &options.store {
+    let mut services = match &options.store {
         Some(store) => Services::default().with_offload(store.as_ref()),
         None => Services::default(),
     };
+    if let Some(summarizer) = &options.summarizer {
+        services = services.with_summarizer(summarizer.as_ref());
+    }
     let fitted = fitter.fit_with(&conversation, &target, Some(pipeline), services)?;
     let (report, plan) = (fitted.report, fitted.plan);
     let messages: Vec<_> = fitted.messages.into_iter().map(std::borrow::Cow::into_owned).collect();

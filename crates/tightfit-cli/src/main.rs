@@ -116,6 +116,24 @@ enum Command {
         /// HANDLE --store FILE` gives the messages back as they came.
         #[arg(long, value_name = "FILE")]
         store: Option<PathBuf>,
+        /// Have a model write the `summarize` step's summaries: the base URL of an
+        /// OpenAI-compatible endpoint (up to `/chat/completions`, e.g. ending in `/v1`) or of
+        /// Anthropic's API (see --summarizer-api). Without it, or when the model fails, the
+        /// built-in extractive summarizer writes them.
+        #[arg(long, value_name = "URL", requires = "summarizer_model")]
+        summarizer_url: Option<String>,
+        /// The model the summarizer endpoint runs.
+        #[arg(long, value_name = "MODEL", requires = "summarizer_url")]
+        summarizer_model: Option<String>,
+        /// The API the summarizer endpoint speaks.
+        #[arg(long, value_enum, default_value_t = SummarizerApiArg::Openai)]
+        summarizer_api: SummarizerApiArg,
+        /// The environment variable holding the summarizer endpoint's API key.
+        #[arg(long, value_name = "VAR")]
+        summarizer_key_env: Option<String>,
+        /// How many times a failed summarizer request is tried again (1 s, then 2 s, ...).
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        summarizer_retries: u32,
     },
     /// Give back the messages a fit offloaded under HANDLE, as they came (a JSON array of the
     /// wire messages, each with its index in the input).
@@ -225,6 +243,15 @@ pub enum OnErrorArg {
     Keep,
 }
 
+/// `--summarizer-api`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummarizerApiArg {
+    /// OpenAI Chat Completions (OpenAI, vLLM, llama.cpp, Ollama, OpenRouter, ...).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -317,7 +344,24 @@ fn main() -> ExitCode {
             format,
             models_file,
             store,
+            summarizer_url,
+            summarizer_model,
+            summarizer_api,
+            summarizer_key_env,
+            summarizer_retries,
         } => registry(models_file.as_ref()).and_then(|registry| {
+            let summarizer = summarizer_url.zip(summarizer_model).map(|(url, model)| {
+                let api = match summarizer_api {
+                    SummarizerApiArg::Openai => tightfit_llm::Api::OpenAi,
+                    SummarizerApiArg::Anthropic => tightfit_llm::Api::Anthropic,
+                };
+                let mut summarizer = tightfit_llm::HttpSummarizer::new(api, url, model)
+                    .with_retries(summarizer_retries, std::time::Duration::from_secs(1));
+                if let Some(var) = summarizer_key_env {
+                    summarizer = summarizer.with_api_key_env(var);
+                }
+                Arc::new(summarizer) as Arc<dyn tightfit::summary::Summarizer>
+            });
             let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
             let store = store
                 .map(|path| tightfit_store::SqliteStore::open(path).map(|s| Arc::new(s) as Arc<dyn Store>))
@@ -332,6 +376,7 @@ fn main() -> ExitCode {
                 plan,
                 keep_failed: on_error == OnErrorArg::Keep,
                 store,
+                summarizer,
             };
             fit_cmd::run(&registry, &pipeline, &file, &options)
         }),

@@ -321,3 +321,43 @@ fn with_a_store_what_fit_removes_is_recalled_as_it_came() {
         std::fs::remove_file(format!("{}{suffix}", store.path())).ok();
     }
 }
+
+#[test]
+fn a_summarizer_endpoint_that_refuses_leaves_the_extractive_summary_and_says_why() {
+    // a conversation long enough for the summarizing preset (more than 20 messages)
+    let demos = std::fs::read_to_string(shared("data/agent_swe_agent_demos.jsonl")).unwrap();
+    let long = demos
+        .lines()
+        .find(|l| serde_json::from_str::<Value>(l).unwrap()["messages"].as_array().unwrap().len() > 30)
+        .unwrap();
+    let input = TempFile::new("summarize.json");
+    std::fs::write(&input.0, long).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let args =
+        ["fit", input.path(), "--model", "gpt-4o", "--preset", "summarizing", "--summarizer-url", &url];
+    let output =
+        tightfit(&[&args[..], &["--summarizer-model", "small", "--summarizer-retries", "0"]].concat(), None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let body: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let summary = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .find(|t| t.starts_with("[tightfit: summary of "))
+        .expect("a summary")
+        .to_string();
+    assert!(
+        summary.contains(&format!("127.0.0.1:{port}")) && summary.contains("the extractive summary instead"),
+        "{summary}"
+    );
+    assert!(summary.contains("Commands:"), "{summary}");
+    // a URL without a model is refused before anything runs
+    let missing = tightfit(&args, None);
+    assert!(
+        !missing.status.success() && stderr(&missing).contains("--summarizer-model"),
+        "{}",
+        stderr(&missing)
+    );
+}
