@@ -220,20 +220,19 @@ impl Body<'_> {
         loop {
             let mut progress = false;
             for (k, (kind, queue)) in queues.iter().enumerate() {
-                while let Some(fact) = queue.get(next[k]) {
+                let Some(fact) = queue.get(next[k]) else { continue };
+                let prefix =
+                    if taken[k].is_empty() { (self.count)(&format!("- {}: ", kind.as_str())) + 1 } else { 0 };
+                let cost = prefix + (self.count)(fact) + 1;
+                if cost <= room {
+                    room -= cost;
+                    taken[k].push(fact);
                     next[k] += 1;
-                    let prefix = if taken[k].is_empty() {
-                        (self.count)(&format!("- {}: ", kind.as_str())) + 1
-                    } else {
-                        0
-                    };
-                    let cost = prefix + (self.count)(fact) + 1;
-                    if cost <= room {
-                        room -= cost;
-                        taken[k].push(fact);
-                        progress = true;
-                        break;
-                    }
+                    progress = true;
+                } else {
+                    // a kind whose next fact does not fit is done (its later facts are not
+                    // tokenized one by one: thousands, at a large compaction)
+                    next[k] = queue.len();
                 }
             }
             if !progress {

@@ -15,12 +15,13 @@
 //! in order of first appearance. Deterministic; no network. Cost: one pass over the text with a
 //! few compiled regular expressions.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::message::{Message, Part};
+use crate::message::{Arguments, Message, Part};
 
 /// What sort of fact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -66,9 +67,6 @@ pub struct Fact {
 struct Patterns {
     url: Regex,
     error: Regex,
-    number_unit: Regex,
-    digits: Regex,
-    extension: Regex,
 }
 
 fn patterns() -> &'static Patterns {
@@ -76,12 +74,6 @@ fn patterns() -> &'static Patterns {
     PATTERNS.get_or_init(|| Patterns {
         url: Regex::new(r#"https?://[^\s"'<>()\[\]{}`]+"#).expect("valid"),
         error: Regex::new(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception))\b([^\n]{0,120})").expect("valid"),
-        number_unit: Regex::new(
-            r"(?i)\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns|s|sec|secs|seconds|min|minutes|h|hours|days|kb|mb|gb|tb|kib|mib|gib|bytes|tokens|px|%|°c|usd|eur)(?:\b|$)",
-        )
-        .expect("valid"),
-        digits: Regex::new(r"\d{3,}").expect("valid"),
-        extension: Regex::new(r"^[A-Za-z_][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,4}$").expect("valid"),
     })
 }
 
@@ -106,13 +98,16 @@ pub fn facts_of_messages<'m>(messages: impl IntoIterator<Item = &'m Message>) ->
 }
 
 /// The texts of a message a fact may sit in: its text, its tool results' text, its tool calls'
-/// arguments.
-pub fn texts(message: &Message) -> Vec<String> {
-    fn of_parts(parts: &[Part], out: &mut Vec<String>) {
+/// arguments (borrowed, but for arguments held as a JSON value).
+pub fn texts(message: &Message) -> Vec<Cow<'_, str>> {
+    fn of_parts<'m>(parts: &'m [Part], out: &mut Vec<Cow<'m, str>>) {
         for part in parts {
             match part {
-                Part::Text(t) => out.push(t.text.clone()),
-                Part::ToolCall(c) => out.push(c.arguments.to_json_string()),
+                Part::Text(t) => out.push(Cow::Borrowed(&t.text)),
+                Part::ToolCall(c) => out.push(match &c.arguments {
+                    Arguments::Text(text) => Cow::Borrowed(text),
+                    Arguments::Json(value) => Cow::Owned(value.to_string()),
+                }),
                 Part::ToolResult(r) => of_parts(&r.parts, out),
                 _ => {}
             }
@@ -131,39 +126,66 @@ fn collect(text: &str, out: &mut Vec<Fact>, seen: &mut HashSet<(FactKind, String
             out.push(Fact { kind, text: fact.to_string() });
         }
     };
-    for m in p.url.find_iter(text) {
-        push(FactKind::Url, m.as_str().trim_end_matches(['.', ',', ';', ':']));
+    // the regular expressions run only where their anchor is (most texts have neither)
+    let has_url = text.contains("http");
+    if has_url {
+        for m in p.url.find_iter(text) {
+            push(FactKind::Url, m.as_str().trim_end_matches(['.', ',', ';', ':']));
+        }
     }
-    for c in p.error.captures_iter(text) {
-        // the message after `Name:`, not whatever follows the name (`RuntimeError(`)
-        let rest = c.get(2).map_or("", |m| m.as_str()).trim_end();
-        let rest = if rest.starts_with(':') { rest } else { "" };
-        push(FactKind::Error, &format!("{}{rest}", &c[1]));
-    }
-    for m in p.number_unit.find_iter(text) {
-        push(FactKind::Number, m.as_str());
+    if text.contains("Error") || text.contains("Exception") {
+        for c in p.error.captures_iter(text) {
+            // the message after `Name:`, not whatever follows the name (`RuntimeError(`)
+            let rest = c.get(2).map_or("", |m| m.as_str()).trim_end();
+            let rest = if rest.starts_with(':') { rest } else { "" };
+            push(FactKind::Error, &format!("{}{rest}", &c[1]));
+        }
     }
     // the rest, word by word (URLs taken out; JSON escapes and code punctuation split words)
-    let mut rest = String::with_capacity(text.len());
-    let mut last = 0;
-    for m in p.url.find_iter(text) {
-        rest.push_str(&text[last..m.start()]);
-        rest.push(' ');
-        last = m.end();
-    }
-    rest.push_str(&text[last..]);
+    let rest: Cow<'_, str> =
+        if has_url { Cow::Owned(p.url.replace_all(text, " ").into_owned()) } else { Cow::Borrowed(text) };
     let splits = |c: char| c.is_whitespace() || "\"'`\\()[]{}<>,;=:|".contains(c);
-    for raw in rest.split(splits) {
+    let mut words = rest.split(splits).filter(|w| !w.is_empty()).peekable();
+    while let Some(raw) = words.next() {
         let word = raw
             .trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '/' || c == '.'))
             .trim_end_matches('.');
+        // a number with its unit: `128 ms`, `4.5GB`, `80%`
+        if let Some(number) = number_with_unit(word, words.peek().copied()) {
+            if number.1 {
+                words.next();
+            }
+            push(FactKind::Number, &number.0);
+            continue;
+        }
         if word.len() < 3 {
             continue;
         }
-        if let Some(kind) = classify(word, p) {
+        if let Some(kind) = classify(word) {
             push(kind, word);
         }
     }
+}
+
+/// The units a number may carry.
+const UNITS: &[&str] = &[
+    "ms", "µs", "us", "ns", "s", "sec", "secs", "seconds", "min", "minutes", "h", "hours", "days", "kb",
+    "mb", "gb", "tb", "kib", "mib", "gib", "bytes", "tokens", "px", "%", "°c", "usd", "eur",
+];
+
+/// `word` (and the `next` word, when it is the unit) as a number with a unit, and whether the
+/// unit was the next word.
+fn number_with_unit(word: &str, next: Option<&str>) -> Option<(String, bool)> {
+    let digits_end = word.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(word.len());
+    let (number, unit) = word.split_at(digits_end);
+    if number.is_empty() || !number.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if !unit.is_empty() {
+        return UNITS.contains(&unit.to_lowercase().as_str()).then(|| (word.to_string(), false));
+    }
+    let next = next?.trim_matches(|c: char| c == '.' || c == ',' || c == ')');
+    UNITS.contains(&next.to_lowercase().as_str()).then(|| (format!("{number} {next}"), true))
 }
 
 /// The extensions that make `name.ext` a file name rather than an attribute.
@@ -265,22 +287,31 @@ const FILE_EXTENSIONS: &[&str] = &[
     "ps1",
 ];
 
-fn classify(word: &str, p: &Patterns) -> Option<FactKind> {
+fn classify(word: &str) -> Option<FactKind> {
     let letters = word.chars().filter(|c| c.is_alphabetic()).count();
     let digits = word.chars().filter(|c| c.is_ascii_digit()).count();
     if word.contains('/') && letters > 0 && word.split('/').filter(|s| !s.is_empty()).count() >= 2 {
         return Some(FactKind::Path);
     }
     if letters == 0 {
-        return p.digits.is_match(word).then_some(FactKind::Number);
+        return (longest_digit_run(word) >= 3).then_some(FactKind::Number);
     }
-    if p.extension.is_match(word) && !word.contains("..") {
-        // `setup.cfg` is a file; `m.Linear1D`, `sys.exit` are identifiers
-        let ext = word.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
-        if FILE_EXTENSIONS.contains(&ext.as_str()) {
-            return Some(FactKind::Path);
+    if let Some((name, ext)) = word.rsplit_once('.') {
+        let file_like = name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && !word.contains("..")
+            && !ext.is_empty()
+            && ext.len() <= 5
+            && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric());
+        if file_like {
+            // `setup.cfg` is a file; `m.Linear1D`, `sys.exit` are identifiers
+            let ext = ext.to_ascii_lowercase();
+            return Some(if FILE_EXTENSIONS.contains(&ext.as_str()) {
+                FactKind::Path
+            } else {
+                FactKind::Identifier
+            });
         }
-        return Some(FactKind::Identifier);
     }
     if word.ends_with("Error") || word.ends_with("Exception") {
         return None; // an error name: the error rule took it, with its message
@@ -289,10 +320,15 @@ fn classify(word: &str, p: &Patterns) -> Option<FactKind> {
     if word.contains('_') || word.contains("::") || camel || (digits > 0 && letters > 0 && word.len() >= 7) {
         return Some(FactKind::Identifier);
     }
-    if digits >= 3 && p.digits.is_match(word) {
+    if longest_digit_run(word) >= 3 {
         return Some(FactKind::Number);
     }
     None
+}
+
+/// The longest run of ASCII digits in `word`.
+fn longest_digit_run(word: &str) -> usize {
+    word.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0)
 }
 
 #[cfg(test)]
