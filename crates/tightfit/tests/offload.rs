@@ -154,7 +154,7 @@ fn what_is_sent_and_what_is_recallable_is_the_input_on_every_real_conversation()
         for (line, text) in lines(&file).iter().enumerate() {
             let conversation = parse_str(text, FormatHint::Auto).unwrap();
             let model = if conversation.format == Format::Anthropic { "claude-sonnet-4-5" } else { "gpt-4o" };
-            for budget in [4_000, 32_000, 120_000] {
+            for budget in [4_000, 32_000, 128_000] {
                 let what = format!("{name}:{} at {budget}", line + 1);
                 if let Some((messages, _)) = fit_and_check(&conversation, model, budget, &what) {
                     fitted += 1;
