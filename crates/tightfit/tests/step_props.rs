@@ -59,6 +59,8 @@ fn catalogue() -> Vec<(&'static str, Pipeline)> {
         ),
         ("truncate_text", one(TruncateText::chars(20))),
         ("truncate_text tokens", one(TruncateText::tokens(5))),
+        ("compress_text", one(CompressText { min_chars: 0, ..CompressText::default() })),
+        ("compress_text tokens", one(CompressText { min_chars: 0, ..CompressText::tokens(4) })),
         ("content_name", one(ContentName::default())),
         ("token_budget", one(TokenBudget::call_budget())),
         ("token_budget partial", one(TokenBudget { allow_partial: true, ..TokenBudget::call_budget() })),

@@ -12,7 +12,7 @@
 //! | truncate | [`TruncateToolResults`], [`TruncateText`] |
 //! | select | [`KeepLast`], [`KeepFirst`], [`HeadAndTail`], [`TokenBudget`], [`MiddleOut`], [`TaskTruncation`], [`Compact`] (a session's cut) |
 //! | rewrite | [`ContentName`] |
-//! | compress | [`Summarize`] (configuration only until summarizers land) |
+//! | compress | [`Summarize`], [`CompressText`] |
 //! | control | [`When`] |
 //!
 //! Each step declares its configuration name and aliases as a [`StepKind`] beside its type;
@@ -31,6 +31,7 @@ use crate::summary::Summarizer;
 
 mod clear_tool_results;
 mod compact;
+mod compress_text;
 mod content_name;
 mod dedupe;
 mod drop_binary;
@@ -54,6 +55,7 @@ mod when;
 
 pub use clear_tool_results::ClearToolResults;
 pub use compact::Compact;
+pub use compress_text::{CompressText, CompressTo, Compressed, Scorer, SelfInformation};
 pub use content_name::{ContentName, NamePosition};
 pub use dedupe::Dedupe;
 pub use drop_binary::DropBinary;
@@ -231,5 +233,6 @@ pub const CATALOGUE: &[StepKind] = &[
     compact::KIND,
     task_truncation::KIND,
     summarize::KIND,
+    compress_text::KIND,
     when::KIND,
 ];

@@ -81,6 +81,12 @@ impl OpenAiEncoding {
     pub fn decode(self, tokens: &[u32]) -> Option<String> {
         self.tokenizer().decode(tokens)
     }
+
+    /// How many ordinary tokens the vocabulary has: their ids are `0..n`, in rank order
+    /// (special tokens not included).
+    pub fn vocabulary_len(self) -> usize {
+        self.tokenizer().bpe.num_tokens()
+    }
 }
 
 impl TokenCounter for OpenAiEncoding {
