@@ -16,12 +16,13 @@
 //! quote (dropping one would leave its pair alone), and whole spans of
 //! - code: ```` ``` ```` and `~~~` fenced blocks (to the closing fence, or the end of the text)
 //!   and inline `` `code` `` spans (within a line);
-//! - with `keep_code_lines` (the default), every line that looks like code or data: it holds
-//!   `=`, `;`, `{` or `}`, a call or index (`name(`, `name[`), `->`, `=>`, `::` or an
-//!   XML-like tag; or starts with `#`, `//`, `@`, `>>>`, `$ `, a statement (`import`, `from x
-//!   import`, `return`, `raise`, `def`, `class`, `fn`, `let`, `else`, `except`, ...), or a
-//!   block opener ending in `:` (`if x:`); or fewer than half of its words are prose (a file
-//!   listing, a table row, a log line);
+//! - with `keep_code_lines` (the default), every line that looks like code or data. Code, for
+//!   a line of up to 200 bytes (a longer one is a paragraph), outside its inline code spans:
+//!   it holds `=`, `{` or `}`, a call or index (`name(`, `name[`), `->`, `=>`, `::` or an
+//!   XML-like tag, or ends in `;`; or starts with `#`, `//`, `@`, `>>>`, `$ `, a statement
+//!   (`import`, `from x import`, `return`, `raise`, `def`, `class`, `fn`, `let`, `else`,
+//!   `except`, ...), or a block opener ending in `:` (`if x:`). Data, for any line: fewer than
+//!   half of its words are prose (a file listing, a table row, a log line);
 //! - the exact facts of the summary ledger ([`facts_of_text`]): paths, URLs, identifiers,
 //!   numbers with their unit, and an error's name with its message (`ValueError: day is out of
 //!   range`), wherever each occurs;
@@ -470,7 +471,7 @@ fn code_line() -> &'static Regex {
     CODE.get_or_init(|| {
         Regex::new(concat!(
             // symbols: assignment, statements, blocks, calls and indexing, arrows, paths, tags
-            r"[=;{}]|[\w\])][(\[]|->|=>|::|</?[A-Za-z][\w.-]*/?>",
+            r"[={}]|;$|[\w\])][(\[]|->|=>|::|</?[A-Za-z][\w.-]*/?>",
             // comments, decorators, prompts
             r"|^\s*(?:#|//|@|>>>|\$\s)",
             // statements that open a line
@@ -483,12 +484,29 @@ fn code_line() -> &'static Regex {
     })
 }
 
-/// Whether a line looks like code (see the module's rule) or data: fewer than half of its
-/// words are prose (a listing, a table row, a log line).
-fn is_code_or_data(line: &str) -> bool {
+/// Lines longer than this are paragraphs: only the share of their prose words says whether
+/// they are code or data.
+const CODE_LINE_MAX: usize = 200;
+
+/// Whether `line` (at byte `at` of the text, with the inline code spans `inline`) looks like
+/// code or data. Code, for a line of up to [`CODE_LINE_MAX`] bytes: [`code_line`] matches it
+/// outside its inline code spans. Data: fewer than half of its words are prose (a listing, a
+/// table row, a log line).
+fn is_code_or_data(line: &str, at: usize, inline: &[Range<usize>]) -> bool {
     let line = line.trim_end();
-    if code_line().is_match(line) {
-        return true;
+    if line.len() <= CODE_LINE_MAX {
+        let mut bare = String::with_capacity(line.len());
+        let mut from = 0;
+        for span in inline {
+            let (start, end) = ((span.start - at).min(line.len()), (span.end - at).min(line.len()));
+            bare.push_str(&line[from..start]);
+            bare.push(' ');
+            from = end;
+        }
+        bare.push_str(&line[from..]);
+        if code_line().is_match(&bare) {
+            return true;
+        }
     }
     let (mut words, mut prose) = (0, 0);
     for word in line.split_whitespace() {
@@ -519,10 +537,11 @@ fn code_spans(text: &str, code_lines: bool) -> Vec<Range<usize>> {
             (Some(_), _) => {}
             (None, Some((c, n))) => fence = Some((c, n, range.start)),
             (None, None) => {
-                if code_lines && is_code_or_data(line) {
+                let first = spans.len();
+                inline_code(line, range.start, &mut spans);
+                if code_lines && is_code_or_data(line, range.start, &spans[first..]) {
+                    spans.truncate(first);
                     spans.push(range);
-                } else {
-                    inline_code(line, range.start, &mut spans);
                 }
             }
         }
@@ -869,6 +888,12 @@ mod tests {
             "{}",
             c.text
         );
+        // a paragraph is judged by its words; inline code does not make a line code
+        let paragraph = format!("{PROSE} Call it again; then {PROSE}");
+        assert!(compress(&step(0.5), &paragraph).is_some());
+        let short = "Call `separability_matrix(cm)` on the nested model and look at the matrix it returns.";
+        let c = compress(&step(0.5), short).expect("compressed");
+        assert!(c.text.contains("`separability_matrix(cm)`"), "{}", c.text);
         let loose = CompressText { keep_code_lines: false, ..step(0.2) };
         let c = compress(&loose, text).unwrap();
         assert!(c.text.contains("area(width, height):"), "calls are never split: {}", c.text);
