@@ -10,6 +10,7 @@
 
 mod args;
 mod compat;
+mod compress;
 mod convert;
 mod count;
 mod errors;
@@ -58,6 +59,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compat::ag2::PyAg2HistoryLimiter>()?;
     m.add_class::<compat::ag2::PyAg2TokenLimiter>()?;
     m.add_function(wrap_pyfunction!(compat::ag2::apply_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(compress::compress_texts, m)?)?;
     m.add_function(wrap_pyfunction!(compat::langchain::langchain_trim, m)?)?;
     m.add_function(wrap_pyfunction!(compat::swarms::swarms_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(compat::langchain::langchain_count_approximately, m)?)?;

@@ -141,11 +141,13 @@ def test_content_name_rejects_bad_arguments_as_ag2() -> None:
         ag2.TextMessageContentName(format_string="no placeholder")
 
 
-def test_compressor_imports_and_refuses_to_be_built() -> None:
-    from tightfit.compat.ag2 import TextMessageCompressor
+def test_compressor_is_built_with_our_scorer_by_default() -> None:
+    # the rest of its tests are in test_compress.py
+    from tightfit.compat.ag2 import TextMessageCompressor, TightfitCompressor
 
-    with pytest.raises(NotImplementedError, match="compression is not built yet"):
-        TextMessageCompressor()
+    compressor = TextMessageCompressor()
+    assert isinstance(compressor._text_compressor, TightfitCompressor)
+    assert compressor.apply_transform(chat())[0]["content"] == "are terse."
 
 
 def test_the_compat_package_imports_nothing_else() -> None:

@@ -273,6 +273,9 @@ class Ag2TokenLimiter:
     def text_tokens(self, messages: Sequence[Mapping[str, Any]]) -> int: ...
 
 def apply_steps(messages: Sequence[Mapping[str, Any]], pipeline: Pipeline) -> tuple[list[dict[str, Any]], int]: ...
+def compress_texts(texts: Sequence[str], config: Mapping[str, Any]) -> list[tuple[str, int, int, int, int]]:
+    """Each text compressed by the ``compress_text`` step ``config`` describes: (text, words,
+    words kept, cl100k_base tokens before, after)."""
 def langchain_trim(
     messages: list[Any],
     *,

@@ -39,6 +39,7 @@ __all__ = [
     "TaskTruncation",
     "ContentName",
     "Summarize",
+    "CompressText",
     "When",
     "AutogenBuffered",
     "AutogenHeadAndTail",
@@ -575,6 +576,46 @@ class Summarize(Step):
             keep_recent=keep_recent,
             summary_prompt=summary_prompt,
             max_tokens=max_tokens,
+            when=when,
+        )
+
+
+class CompressText(Step):
+    """Shorten texts longer than ``min_chars`` characters (500) by dropping their least
+    informative words, LLMLingua-style, until ``rate`` of the droppable words (0.5) are left or
+    the text fits ``target_tokens``. Numbers, identifiers, paths, URLs, the ledger's facts,
+    negations, code spans and lines that look like code or data (``keep_code_lines``) and
+    ``keep_words`` are kept verbatim; ``roles`` (user, assistant, tool) says whose texts, ``tool``
+    meaning tool results. Deterministic; the built-in scorer needs no model."""
+
+    type = "compress_text"
+
+    def __init__(
+        self,
+        *,
+        rate: float | None = None,
+        target_tokens: int | None = None,
+        min_chars: int | None = None,
+        roles: str | Sequence[str] | None = None,
+        keep_code_lines: bool | None = None,
+        keep_words: str | Sequence[str] | None = None,
+        filter_dict: Mapping[str, Any] | None = None,
+        exclude_filter: bool | None = None,
+        keep_system: bool | None = None,
+        keep_newest_user_turn: bool | None = None,
+        when: Condition | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            rate=rate,
+            target_tokens=target_tokens,
+            min_chars=min_chars,
+            roles=_list(roles),
+            keep_code_lines=keep_code_lines,
+            keep_words=_list(keep_words),
+            filter_dict=_dict(filter_dict),
+            exclude_filter=exclude_filter,
+            keep_system=keep_system,
+            keep_newest_user_turn=keep_newest_user_turn,
             when=when,
         )
 
