@@ -157,8 +157,8 @@ impl Scorer for SelfInformation {
     }
 
     fn score(&self, words: &[&str]) -> Vec<f64> {
-        let mut priors: HashMap<String, f64> = HashMap::new();
-        let mut seen: HashMap<String, usize> = HashMap::new();
+        // a word's prior and how often it was said so far
+        let mut known: HashMap<String, (f64, usize)> = HashMap::new();
         let mut scores = Vec::with_capacity(words.len());
         let mut previous: Option<&str> = None;
         for &word in words {
@@ -168,9 +168,14 @@ impl Scorer for SelfInformation {
                 continue;
             };
             let lower = core.to_lowercase();
-            let prior = *priors.entry(lower.clone()).or_insert_with(|| prior_bits(&lower));
-            let mentions = seen.entry(lower).or_insert(0);
-            let mut bits = prior - (1.0 + *mentions as f64).log2();
+            let (prior, mentions) = match known.get_mut(&lower) {
+                Some(entry) => entry,
+                None => {
+                    let prior = prior_bits(&lower);
+                    known.entry(lower).or_insert((prior, 0))
+                }
+            };
+            let mut bits = *prior - (1.0 + *mentions as f64).log2();
             *mentions += 1;
             let capitalised = core.chars().next().is_some_and(char::is_uppercase) && core.chars().count() > 1;
             let starts_sentence =
@@ -377,8 +382,29 @@ impl CompressText {
             protect(span);
         }
         for fact in facts_of_text(text) {
-            for (at, found) in text.match_indices(fact.text.as_str()) {
-                protect(at..at + found.len());
+            // a fact of words that are not prose is kept anyway (a path, a URL, an identifier, a
+            // number): only those with prose words are looked for (an error's message, a unit)
+            if !fact.text.split_whitespace().any(|piece| prose_core(piece).is_some()) {
+                continue;
+            }
+            let mut found = false;
+            for (at, found_text) in text.match_indices(fact.text.as_str()) {
+                protect(at..at + found_text.len());
+                found = true;
+            }
+            if !found {
+                // the ledger wrote it in its own form (`2.4 s` of `2.4\ns`): the runs of
+                // words that hold its pieces in order
+                let pieces: Vec<&str> = fact.text.split_whitespace().collect();
+                if pieces.is_empty() {
+                    continue;
+                }
+                for i in 0..words.len().saturating_sub(pieces.len() - 1) {
+                    let run = i..i + pieces.len();
+                    if run.clone().zip(&pieces).all(|(w, piece)| text[words[w].clone()].contains(piece)) {
+                        protect(words[run.start].start..words[run.end - 1].end);
+                    }
+                }
             }
         }
         kept
@@ -868,6 +894,11 @@ mod tests {
             assert!(c.text.contains(&fact.text), "{:?} lost: {}", fact.text, c.text);
         }
         assert!(c.text.contains("`separability_matrix(cm)`"), "{}", c.text);
+        // a fact the ledger writes in its own form keeps its words
+        let spread = format!("{PROSE} It took 2.4\ns in all, and then {PROSE}");
+        assert!(facts_of_text(&spread).iter().any(|f| f.text == "2.4 s"));
+        let spread = compress(&step(0.1), &spread).unwrap();
+        assert!(spread.text.contains("2.4\ns"), "{}", spread.text);
         assert!(
             c.text
                 .contains("```python\nfrom astropy.modeling import models as m\nprint(the and of a)\n```\n"),
