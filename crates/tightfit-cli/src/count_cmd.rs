@@ -11,6 +11,8 @@ use tightfit::format::FormatHint;
 use tightfit::models::{ModelInfo, Registry, TokenizerFamily};
 use tightfit::tokens::{ChatCounter, Count};
 
+pub(crate) use tightfit::text::thousands;
+
 use crate::input::{self, Record};
 
 /// What `count` was asked to do.
@@ -194,19 +196,6 @@ fn exact(model: &ModelInfo) -> bool {
 
 fn round(percent: f64) -> f64 {
     (percent * 100.0).round() / 100.0
-}
-
-/// `1234567` → `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 fn write_detail(c: &Counted, out: &mut impl Write) -> std::io::Result<()> {

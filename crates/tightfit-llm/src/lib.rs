@@ -60,16 +60,18 @@ impl HttpSummarizer {
     /// key, a 60-second timeout, 2 retries from a 1-second backoff, and [`PROMPT`].
     pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> HttpSummarizer {
         let model = model.into();
+        let base_url = base_url.into();
         HttpSummarizer {
             api,
-            base_url: base_url.into().trim_end_matches('/').to_string(),
             name: format!(
-                "{}:{model}",
+                "{}:{model}@{}",
                 match api {
                     Api::OpenAi => "openai",
                     Api::Anthropic => "anthropic",
-                }
+                },
+                base_url.trim_end_matches('/')
             ),
+            base_url: base_url.trim_end_matches('/').to_string(),
             model,
             api_key_env: None,
             timeout: Duration::from_secs(60),

@@ -151,10 +151,11 @@ fn malformed_empty_and_oversize_answers_are_errors() {
         (Reply::text(200, "data: {\"garbage\"\n\ndata: [DONE]"), "not JSON"),
     ] {
         let server = Server::start(vec![reply]);
+        let server_url = server.url();
         let summarizer = quick(HttpSummarizer::new(Api::OpenAi, server.url(), "m"));
         let error = summarize(&summarizer, 20).unwrap_err().to_string();
         assert!(error.contains(expected), "{expected}: {error}");
-        assert!(error.starts_with("summarizer openai:m: "), "{error}");
+        assert!(error.starts_with(&format!("summarizer openai:m@{}: ", server_url)), "{error}");
     }
     // a key whose variable is not set is said so, and nothing is sent
     let summarizer = HttpSummarizer::new(Api::OpenAi, "http://127.0.0.1:9", "m")

@@ -38,11 +38,14 @@ impl PySummarizer {
                 "{argument}: expected a callable (messages, *, max_tokens) -> str, found {found}"
             )));
         }
+        // the object's id makes two callables of one name two summarizers (summaries are
+        // cached by name)
         let name = callable
             .getattr("__qualname__")
             .or_else(|_| callable.getattr("__name__"))
             .and_then(|n| n.extract::<String>())
             .unwrap_or_else(|_| "python".to_string());
+        let name = format!("{name}#{:x}", callable.as_ptr() as usize);
         Ok(PySummarizer { callable: callable.clone().unbind(), name })
     }
 

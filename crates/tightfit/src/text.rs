@@ -184,6 +184,19 @@ fn char_bounds(text: &str) -> Vec<usize> {
     text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect()
 }
 
+/// `1234567` as `1,234,567` (for reports and placeholders people read).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The grapheme boundary at or before byte `i` (a char boundary).
 pub fn floor_grapheme(text: &str, i: usize) -> usize {
     let mut cursor = GraphemeCursor::new(i, text.len(), true);

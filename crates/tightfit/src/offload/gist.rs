@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::message::{Message, Part, Role};
+use crate::text::thousands;
 
 /// Words of the user's first text quoted.
 const USER_WORDS: usize = 12;
@@ -45,7 +46,7 @@ pub(crate) fn of(messages: &[&Message]) -> String {
         pieces.push(line);
     }
     let chars: usize = messages.iter().map(|m| content_chars(m)).sum();
-    pieces.push(format!("{} characters", thousands(chars)));
+    pieces.push(format!("{} characters", thousands(chars as u64)));
     pieces.join("; ")
 }
 
@@ -64,19 +65,6 @@ fn content_chars(message: &Message) -> usize {
             .sum()
     }
     of_parts(&message.parts)
-}
-
-/// `41201` as `41,201`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -104,5 +92,6 @@ mod tests {
         assert_eq!(thousands(41201), "41,201");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(0), "0");
     }
 }

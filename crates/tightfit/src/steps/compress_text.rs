@@ -64,6 +64,7 @@ use crate::message::{Part, Role};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::summary::ledger::facts_of_text;
+use crate::text::thousands;
 use crate::tokens::{OpenAiEncoding, TokenCounter};
 
 /// `compress_text` in configuration.
@@ -414,22 +415,10 @@ impl CompressText {
     fn detail(&self, words: usize, kept: usize) -> String {
         let target = match self.target {
             CompressTo::Rate(rate) => format!("rate {rate}"),
-            CompressTo::Tokens(tokens) => format!("target {} tokens", thousands(tokens)),
+            CompressTo::Tokens(tokens) => format!("target {} tokens", thousands(tokens as u64)),
         };
-        format!("compressed {} -> {} words ({target})", thousands(words), thousands(kept))
+        format!("compressed {} -> {} words ({target})", thousands(words as u64), thousands(kept as u64))
     }
-}
-
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The byte ranges of the words of `text` (runs of non-whitespace).

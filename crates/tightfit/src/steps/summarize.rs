@@ -11,12 +11,19 @@
 //! to the header. Cost: the summarizer's (the extractive one: a pass over the removed messages
 //! and a token count per line) plus O(units).
 
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Mutex;
+
+use xxhash_rust::xxh3::Xxh3;
+
 use super::shared::trace::{Removed, Trace};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
 use crate::summary::{self, Extractive, Summarizer, SummaryRequest};
+use crate::tokens::message_fingerprint;
 use crate::units::UnitKind;
 
 /// `summarize` in configuration.
@@ -44,6 +51,10 @@ pub struct Summarize {
     pub summary_prompt: Option<String>,
     /// The most tokens the summary may take. Defaults to [`DEFAULT_SUMMARY_TOKENS`].
     pub max_tokens: usize,
+    /// The summaries it wrote, so that fitting the same history again (an agent loop calling a
+    /// stateless fit every turn) does not call the summarizer again for the same messages.
+    /// Not configuration: a copy of the step starts empty.
+    pub cache: SummaryCache,
 }
 
 impl Default for Summarize {
@@ -54,6 +65,7 @@ impl Default for Summarize {
             keep_recent: 5,
             summary_prompt: None,
             max_tokens: DEFAULT_SUMMARY_TOKENS,
+            cache: SummaryCache::default(),
         }
     }
 }
@@ -125,7 +137,7 @@ impl Step for Summarize {
         };
         let extractive = Extractive::default();
         let summarizer: &dyn Summarizer = cx.summarizer.unwrap_or(&extractive);
-        let message = summary_message(summarizer, &removed, self.max_tokens);
+        let message = self.cache.get_or_write(summarizer, &removed, self.max_tokens);
         let at = units[first].messages.start;
         let count = history.drop_units(&drop, "summarized");
         let at = crate::validate::note_position(history.messages(), at, history.provider());
@@ -167,18 +179,96 @@ fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_token
     }
 }
 
+/// The summaries a step or trace wrote, by what they summarize (the summarizer, the budget,
+/// the provider, the messages' content and input indices): at most [`SummaryCache::ENTRIES`],
+/// the oldest forgotten first. Cost: hashing the summarized messages (no tokenizing).
+#[derive(Default)]
+pub struct SummaryCache {
+    entries: Mutex<(HashMap<u128, Message>, VecDeque<u128>)>,
+}
+
+impl SummaryCache {
+    /// The most summaries kept.
+    pub const ENTRIES: usize = 64;
+
+    /// The summary of `removed`, written by `summarizer` unless written before.
+    fn get_or_write(&self, summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> Message {
+        let mut hasher = Xxh3::new();
+        summarizer.name().hash(&mut hasher);
+        max_tokens.hash(&mut hasher);
+        removed.provider.as_str().hash(&mut hasher);
+        for (message, index) in removed.messages.iter().zip(&removed.input_indices) {
+            message_fingerprint(message).hash(&mut hasher);
+            index.hash(&mut hasher);
+        }
+        let key = hasher.digest128();
+        if let Some(message) = self.lock().0.get(&key) {
+            return message.clone();
+        }
+        // written without the lock: a summarizer may take seconds
+        let message = summary_message(summarizer, removed, max_tokens);
+        let mut entries = self.lock();
+        if entries.0.insert(key, message.clone()).is_none() {
+            entries.1.push_back(key);
+            if entries.1.len() > Self::ENTRIES {
+                if let Some(oldest) = entries.1.pop_front() {
+                    entries.0.remove(&oldest);
+                }
+            }
+        }
+        message
+    }
+
+    /// The number of summaries kept.
+    pub fn len(&self) -> usize {
+        self.lock().0.len()
+    }
+
+    /// Whether it keeps none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<u128, Message>, VecDeque<u128>)> {
+        self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Clone for SummaryCache {
+    /// An empty cache: a copy of a step writes its own summaries.
+    fn clone(&self) -> SummaryCache {
+        SummaryCache::default()
+    }
+}
+
+impl PartialEq for SummaryCache {
+    /// Always: what a step has cached is not part of its configuration.
+    fn eq(&self, _: &SummaryCache) -> bool {
+        true
+    }
+}
+
+impl Eq for SummaryCache {}
+
+impl std::fmt::Debug for SummaryCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SummaryCache({} summaries)", self.len())
+    }
+}
+
 /// A compaction's trace that is a summary of what it removed (for a session: its compactions
 /// then leave a structured hand-off instead of a line saying how many messages went).
 #[derive(Debug)]
 pub struct SummaryTrace {
     summarizer: Box<dyn Summarizer>,
     max_tokens: usize,
+    cache: SummaryCache,
 }
 
 impl SummaryTrace {
     /// Summaries by `summarizer`, at most `max_tokens` each.
     pub fn new(summarizer: Box<dyn Summarizer>, max_tokens: usize) -> SummaryTrace {
-        SummaryTrace { summarizer, max_tokens }
+        SummaryTrace { summarizer, max_tokens, cache: SummaryCache::default() }
     }
 
     /// The extractive summarizer's, at most [`DEFAULT_SUMMARY_TOKENS`] each.
@@ -192,7 +282,7 @@ impl Trace for SummaryTrace {
         if removed.messages.is_empty() {
             return Ok(None);
         }
-        Ok(Some(summary_message(self.summarizer.as_ref(), removed, self.max_tokens)))
+        Ok(Some(self.cache.get_or_write(self.summarizer.as_ref(), removed, self.max_tokens)))
     }
 }
 
@@ -234,6 +324,33 @@ mod tests {
         }
         assert_eq!(&out[3..], &input[input.len() - 4..], "the recent messages stay, whole steps");
         assert_eq!(crate::validate::validate(&out, Format::OpenAi), vec![]);
+    }
+
+    #[test]
+    fn the_same_messages_are_summarized_once() {
+        #[derive(Debug, Default)]
+        struct Counting(std::sync::atomic::AtomicUsize);
+        impl Summarizer for Counting {
+            fn name(&self) -> &str {
+                "counting"
+            }
+            fn summarize(&self, _: &SummaryRequest<'_>) -> Result<String, crate::summary::SummaryError> {
+                let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                Ok(format!("summary number {n}"))
+            }
+        }
+        let counting = Counting::default();
+        let step = Summarize { threshold: 10, keep_recent: 4, ..Summarize::default() };
+        let cx = StepContext::new(Format::OpenAi).with_summarizer(&counting);
+        let first = run_in(&step, &agent_run(12), cx);
+        let again = run_in(&step, &agent_run(12), cx);
+        assert_eq!(first, again, "the same summary, from the cache");
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(step.cache.len(), 1);
+        // other messages: a new summary
+        run_in(&step, &agent_run(13), cx);
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(step.clone().cache.len(), 0, "a copy starts empty");
     }
 
     #[test]

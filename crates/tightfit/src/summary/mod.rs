@@ -85,7 +85,9 @@ pub struct SummaryError {
 /// same); the session replays a compaction's summary, so a summarizer runs once per
 /// compaction, not per turn.
 pub trait Summarizer: Send + Sync + fmt::Debug {
-    /// Its name in reports.
+    /// Its name in reports. Two summarizers of one name are taken to write the same summaries
+    /// (the `summarize` step caches summaries by it): a name should say what makes the
+    /// summaries differ (the endpoint and model, say).
     fn name(&self) -> &str;
 
     /// The body of the summary of `request.messages`, within `request.max_tokens`.
