@@ -16,6 +16,7 @@ use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
 use crate::pipeline::PyPipeline;
 use crate::report::{PyPlan, PyReport};
+use crate::scorer::PyScorer;
 use crate::store::store_arg;
 use crate::summarizer::PySummarizer;
 
@@ -95,7 +96,7 @@ impl PyFitter {
     ///
     /// With `store` (a file path or a `MemoryStore`), what the steps remove or cut is
     /// offloaded into it: the output names a handle for each (`tightfit.recall`).
-    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None, summarizer = None))]
+    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None, summarizer = None, scorer = None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         &self,
@@ -110,7 +111,9 @@ impl PyFitter {
         allow_over_window: bool,
         store: Option<&Bound<'_, PyAny>>,
         summarizer: Option<&Bound<'_, PyAny>>,
+        scorer: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<FitResult> {
+        let scorer = scorer.filter(|s| !s.is_none()).map(|s| PyScorer::new(s, "scorer")).transpose()?;
         let summarizer =
             summarizer.filter(|s| !s.is_none()).map(|s| PySummarizer::new(s, "summarizer")).transpose()?;
         let store = match store.filter(|s| !s.is_none()) {
@@ -149,7 +152,22 @@ impl PyFitter {
                 if let Some(summarizer) = &summarizer {
                     services = services.with_summarizer(summarizer);
                 }
-                let fitted = fitter.fit_with(&conversation, &target, pipeline.as_deref(), services)?;
+                if let Some(scorer) = &scorer {
+                    services = services.with_scorer(scorer);
+                }
+                let fitted =
+                    fitter.fit_with(&conversation, &target, pipeline.as_deref(), services).map_err(|e| {
+                        // the scorer's own error says more than "no scores"
+                        match (e, scorer.as_ref().and_then(|s| s.failure.lock().ok()?.take())) {
+                            (tightfit::FitError::Step(step), Some(python)) => {
+                                tightfit::FitError::Step(tightfit::steps::StepError::new(
+                                    &step.step,
+                                    format!("{}: the scorer raised {python}", step.reason),
+                                ))
+                            }
+                            (e, _) => e,
+                        }
+                    })?;
                 Ok::<_, Failure>((fitted.report, fitted.plan))
             })
         })?;

@@ -19,6 +19,7 @@ mod input;
 mod memo;
 mod pipeline;
 mod report;
+mod scorer;
 mod session;
 mod store;
 mod summarizer;

@@ -395,3 +395,32 @@ def test_the_package_needs_no_llmlingua() -> None:
     code = "import sys; from tightfit.compat.ag2 import TextMessageCompressor as T; T(); assert 'llmlingua' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert json.loads(json.dumps(ag2.TightfitCompressor().compress_text(PROSE)))
+
+
+def test_a_python_scorer_ranks_the_words_a_fit_drops() -> None:
+    fruits = ["apple", "berry", "cherry", "damson", "elder", "fig", "grape"]
+    text = " ".join(f"{fruits[i % 7]} filler" for i in range(200)) + "."
+    messages = [{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
+    calls: list[int] = []
+
+    def keep_fillers(words: list[str]) -> list[float]:
+        calls.append(len(words))
+        return [1.0 if w.startswith("filler") else 0.0 for w in words]
+
+    pipeline = [tightfit.CompressText(rate=0.5, min_chars=100)]
+    result = tightfit.fit(messages, "gpt-4o", pipeline=pipeline, scorer=keep_fillers)
+    compressed = result.messages[0]["content"]
+    assert calls, "the scorer was called"
+    kept_fruits = sum(compressed.count(f) for f in fruits)
+    assert compressed.count("filler") > 2 * kept_fruits, compressed[:200]
+    default = tightfit.fit(messages, "gpt-4o", pipeline=pipeline).messages[0]["content"]
+    assert default != compressed
+
+    def broken(words: list[str]) -> list[float]:
+        raise ValueError("no model loaded")
+
+    with pytest.raises(tightfit.StepFailed, match="no model loaded") as info:
+        tightfit.fit(messages, "gpt-4o", pipeline=pipeline, scorer=broken)
+    assert info.value.step == "compress_text"
+    with pytest.raises(TypeError, match="scorer: expected a callable"):
+        tightfit.fit(messages, "gpt-4o", pipeline=pipeline, scorer=3)  # type: ignore[arg-type]

@@ -36,7 +36,7 @@ use crate::plan::Plan;
 use crate::presets;
 use crate::repair::{repair, Repair};
 use crate::report::Report;
-use crate::steps::{StepContext, StepError, Trace};
+use crate::steps::{Scorer, StepContext, StepError, Trace};
 use crate::store::{Store, StoreError};
 use crate::summary::Summarizer;
 use crate::tokens::{ChatCounter, CountCache, TokenCounter};
@@ -383,6 +383,9 @@ impl Fitter {
             if let Some(summarizer) = services.summarizer {
                 cx = cx.with_summarizer(summarizer);
             }
+            if let Some(scorer) = services.scorer {
+                cx = cx.with_scorer(scorer);
+            }
             let cache = if options.count { std::mem::take(&mut self.cache) } else { CountCache::new() };
             let mut history = History::fingerprinted(
                 input,
@@ -477,12 +480,19 @@ pub struct Services<'a> {
     pub offload: Option<&'a dyn Store>,
     /// What writes the `summarize` step's summaries; `None`: the extractive summarizer.
     pub summarizer: Option<&'a dyn Summarizer>,
+    /// What scores words for `compress_text`; `None`: the step's own scorer.
+    pub scorer: Option<&'a dyn Scorer>,
 }
 
 impl<'a> Services<'a> {
     /// Lends `trace` to compactions.
     pub fn with_trace(self, trace: &'a dyn Trace) -> Services<'a> {
         Services { trace: Some(trace), ..self }
+    }
+
+    /// Lends `scorer` to the `compress_text` step.
+    pub fn with_scorer(self, scorer: &'a dyn Scorer) -> Services<'a> {
+        Services { scorer: Some(scorer), ..self }
     }
 
     /// Lends `summarizer` to the `summarize` step.

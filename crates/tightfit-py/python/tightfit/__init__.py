@@ -141,6 +141,8 @@ __all__ = [
 Messages = Sequence[Mapping[str, Any]]
 #: A summarizer: ``(messages, *, max_tokens) -> str``, or a coroutine function returning one.
 Summarizer = Callable[..., Any]
+#: A scorer for :class:`CompressText`: ``(words) -> list[float]``, higher is more informative.
+Scorer = Callable[[list[str]], Sequence[float]]
 PipelineLike = Pipeline | str | Sequence[Step | Mapping[str, Any]] | None
 
 
@@ -178,6 +180,7 @@ def fit(
     allow_over_window: bool = False,
     store: str | os.PathLike[str] | MemoryStore | None = None,
     summarizer: Summarizer | None = None,
+    scorer: Scorer | None = None,
 ) -> FitResult:
     """Fit ``messages`` into ``model``'s window, or into ``budget`` tokens.
 
@@ -197,6 +200,10 @@ def fit(
     ``summarizer`` writes the summaries of a :class:`Summarize` step instead of the built-in
     extractive one: a callable ``(messages, *, max_tokens) -> str`` (or ``async``), given the
     messages as dicts; if it raises, the extractive summary stands in and says so.
+
+    ``scorer`` ranks the words a :class:`CompressText` step drops instead of the built-in
+    self-information: a callable ``(words: list[str]) -> list[float]``, one score per word,
+    higher meaning more informative (a model's surprisal, LLMLingua's, ...).
     """
     return Fitter().fit(
         messages,
@@ -209,6 +216,7 @@ def fit(
         allow_over_window=allow_over_window,
         store=store,
         summarizer=summarizer,
+        scorer=scorer,
     )
 
 
@@ -235,6 +243,7 @@ class Fitter:
         allow_over_window: bool = False,
         store: str | os.PathLike[str] | MemoryStore | None = None,
         summarizer: Summarizer | None = None,
+        scorer: Scorer | None = None,
     ) -> FitResult:
         """:func:`fit`, with what this fitter remembers."""
         return self._native.fit(
@@ -248,6 +257,7 @@ class Fitter:
             allow_over_window=allow_over_window,
             store=store,
             summarizer=summarizer,
+            scorer=scorer,
         )
 
 
@@ -274,6 +284,7 @@ async def afit(
     allow_over_window: bool = False,
     store: str | os.PathLike[str] | MemoryStore | None = None,
     summarizer: Summarizer | None = None,
+    scorer: Scorer | None = None,
 ) -> FitResult:
     """:func:`fit` in a worker thread (the engine releases the GIL), so the event loop keeps
     running while a long history is fitted."""
@@ -289,6 +300,7 @@ async def afit(
         allow_over_window=allow_over_window,
         store=store,
         summarizer=summarizer,
+        scorer=scorer,
     )
 
 

@@ -204,6 +204,7 @@ class Fitter:
         allow_over_window: bool = False,
         store: str | PathLike[str] | MemoryStore | None = None,
         summarizer: Callable[..., Any] | None = None,
+        scorer: Callable[[list[str]], Sequence[float]] | None = None,
     ) -> FitResult: ...
 
 def recall(

@@ -87,6 +87,12 @@ pub trait Scorer: Send + Sync {
     fn score(&self, words: &[&str]) -> Vec<f64>;
 }
 
+impl fmt::Debug for dyn Scorer + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Scorer({})", self.name())
+    }
+}
+
 impl<F> Scorer for F
 where
     F: Fn(&[&str]) -> Vec<f64> + Send + Sync,
@@ -286,6 +292,16 @@ impl CompressText {
     /// the target, or nothing in it may be dropped. Fails only when the scorer does not give
     /// one score per word.
     pub fn compress(&self, text: &str, counter: &dyn TokenCounter) -> Result<Option<Compressed>, StepError> {
+        self.compress_with(text, counter, self.scorer.as_ref())
+    }
+
+    /// [`compress`](CompressText::compress) with another scorer (one lent to the run).
+    fn compress_with(
+        &self,
+        text: &str,
+        counter: &dyn TokenCounter,
+        scorer: &dyn Scorer,
+    ) -> Result<Option<Compressed>, StepError> {
         if text.len() <= self.min_chars || text.chars().count() <= self.min_chars {
             return Ok(None);
         }
@@ -301,13 +317,13 @@ impl CompressText {
             return Ok(None);
         }
         let strs: Vec<&str> = words.iter().map(|w| &text[w.clone()]).collect();
-        let scores = self.scorer.score(&strs);
+        let scores = scorer.score(&strs);
         if scores.len() != words.len() {
             return Err(StepError::new(
                 "compress_text",
                 format!(
                     "the scorer {:?} gave {} scores for {} words",
-                    self.scorer.name(),
+                    scorer.name(),
                     scores.len(),
                     words.len()
                 ),
@@ -688,7 +704,9 @@ impl Step for CompressText {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
+        // a scorer lent to the run (a Python callable) stands in for the step's own
+        let scorer: &dyn Scorer = cx.scorer.unwrap_or(self.scorer.as_ref());
         let texts = self.roles.iter().any(|r| !matches!(r, Role::Tool | Role::Function));
         let results = self.roles.contains(&Role::Tool);
         let protected = protected_messages(history, self.protect);
@@ -705,7 +723,7 @@ impl Step for CompressText {
             let mut changes = Vec::new();
             let (mut words, mut kept) = (0, 0);
             let mut take = |block: Option<usize>, part: usize, text: &str| -> Result<(), StepError> {
-                if let Some(c) = self.compress(text, counter)? {
+                if let Some(c) = self.compress_with(text, counter, scorer)? {
                     words += c.words;
                     kept += c.kept;
                     changes.push(PartChange { block, part, text: c.text });

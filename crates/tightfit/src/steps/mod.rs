@@ -98,12 +98,14 @@ pub struct StepContext<'a> {
     pub trace: Option<&'a dyn Trace>,
     /// What writes summaries (the `summarize` step); the built-in extractive one when `None`.
     pub summarizer: Option<&'a dyn Summarizer>,
+    /// What scores words for `compress_text`; the step's own scorer when `None`.
+    pub scorer: Option<&'a dyn Scorer>,
 }
 
 impl StepContext<'_> {
     /// A context for `provider`'s rules, with no budget and no known window.
     pub fn new(provider: Format) -> StepContext<'static> {
-        StepContext { budget: None, window: None, provider, trace: None, summarizer: None }
+        StepContext { budget: None, window: None, provider, trace: None, summarizer: None, scorer: None }
     }
 }
 
@@ -124,6 +126,14 @@ impl<'a> StepContext<'a> {
         'a: 'b,
     {
         StepContext { trace: Some(trace), ..self }
+    }
+
+    /// The same context with `scorer` lent to the `compress_text` step.
+    pub fn with_scorer<'b>(self, scorer: &'b dyn Scorer) -> StepContext<'b>
+    where
+        'a: 'b,
+    {
+        StepContext { scorer: Some(scorer), ..self }
     }
 
     /// The same context with `summarizer` lent to the `summarize` step.
