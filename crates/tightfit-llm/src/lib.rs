@@ -37,6 +37,9 @@ pub enum Api {
     Anthropic,
 }
 
+/// The longest a `retry-after` is waited for, in seconds (a session waits with it).
+pub const MAX_RETRY_AFTER_SECS: u64 = 30;
+
 /// The Anthropic API version sent.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
@@ -166,7 +169,7 @@ impl HttpSummarizer {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .map(|s| Duration::from_secs(s.min(MAX_RETRY_AFTER_SECS)));
         let text = response
             .body_mut()
             .read_to_string()

@@ -12,7 +12,7 @@ use tightfit::format::Format;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::session::{Policy, Session, Settings};
-use tightfit::steps::{ConfigError, SummaryTrace, DEFAULT_SUMMARY_TOKENS};
+use tightfit::steps::ConfigError;
 use tightfit::Conversation;
 
 use crate::args;
@@ -117,8 +117,7 @@ impl PySession {
             inner = inner.with_pricing(pricing);
         }
         if let (Some(summarizer), true) = (summarizer, summarize) {
-            inner =
-                inner.with_trace(Arc::new(SummaryTrace::new(Box::new(summarizer), DEFAULT_SUMMARY_TOKENS)));
+            inner = inner.with_summarizer(Arc::new(summarizer));
         }
         Ok(PySession {
             inner,

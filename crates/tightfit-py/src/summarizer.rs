@@ -21,6 +21,7 @@ use crate::convert::to_python;
 pub(crate) struct PySummarizer {
     callable: Py<PyAny>,
     name: String,
+    identity: u64,
 }
 
 impl std::fmt::Debug for PySummarizer {
@@ -38,15 +39,14 @@ impl PySummarizer {
                 "{argument}: expected a callable (messages, *, max_tokens) -> str, found {found}"
             )));
         }
-        // the object's id makes two callables of one name two summarizers (summaries are
-        // cached by name)
         let name = callable
             .getattr("__qualname__")
             .or_else(|_| callable.getattr("__name__"))
             .and_then(|n| n.extract::<String>())
             .unwrap_or_else(|_| "python".to_string());
-        let name = format!("{name}#{:x}", callable.as_ptr() as usize);
-        Ok(PySummarizer { callable: callable.clone().unbind(), name })
+        // the object's id tells two callables of one name apart in the step's cache
+        let identity = callable.as_ptr() as usize as u64;
+        Ok(PySummarizer { callable: callable.clone().unbind(), name, identity })
     }
 
     fn call(&self, py: Python<'_>, request: &SummaryRequest<'_>) -> PyResult<String> {
@@ -73,6 +73,10 @@ impl PySummarizer {
 impl Summarizer for PySummarizer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn identity(&self) -> u64 {
+        self.identity
     }
 
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {

@@ -85,3 +85,16 @@ def test_a_session_summarizes_at_its_compactions_with_a_callable_or_not() -> Non
     plain = tightfit.Session("gpt-4o", budget=4_000, summarize=False)
     texts = [m.get("content") for end in ends for m in plain.fit(messages[:end]).messages]
     assert not any(isinstance(t, str) and t.startswith("[tightfit: summary of ") for t in texts)
+
+
+def test_a_session_lends_its_summarizer_to_the_summarize_steps_of_its_policy() -> None:
+    messages = run()
+    calls: list[int] = []
+
+    def summarizer(batch: list[dict[str, Any]], *, max_tokens: int) -> str:
+        calls.append(len(batch))
+        return "by the callable"
+
+    session = tightfit.Session("gpt-4o", budget=4_000, policy="summarizing", summarizer=summarizer)
+    result = session.fit(messages)
+    assert calls and summary_of(result).endswith("\nby the callable")

@@ -149,10 +149,13 @@ impl Blob {
     }
 }
 
-/// Writes `blobs` to `store` (a blob already there is written again: it is the same bytes).
+/// Writes the `blobs` not in `store` yet (a handle names its bytes: one there is the same).
 pub(crate) fn write(store: &dyn Store, blobs: &[Blob]) -> Result<(), StoreError> {
     for blob in blobs {
-        store.save(&format!("{KEY_PREFIX}{}", blob.handle), &blob.bytes)?;
+        let key = format!("{KEY_PREFIX}{}", blob.handle);
+        if store.load(&key)?.is_none() {
+            store.save(&key, &blob.bytes)?;
+        }
     }
     Ok(())
 }

@@ -59,7 +59,8 @@ use crate::pipeline::Pipeline;
 use crate::presets;
 use crate::pricing::{CacheRule, Pricing};
 use crate::report::SessionInfo;
-use crate::steps::{ConfigError, SummaryTrace, Trace};
+use crate::steps::{ConfigError, SummaryTrace, Trace, DEFAULT_SUMMARY_TOKENS};
+use crate::summary::Summarizer;
 use crate::tokens::message_fingerprint;
 use crate::units::turn_ends;
 
@@ -209,6 +210,7 @@ pub struct Session {
     settings: Settings,
     store: Arc<dyn Store>,
     trace: Option<Arc<dyn Trace>>,
+    summarizer: Option<Arc<dyn Summarizer>>,
     pricing: Option<Pricing>,
     state: Mutex<State>,
 }
@@ -232,6 +234,7 @@ impl Session {
             settings: Settings::default(),
             store,
             trace: None,
+            summarizer: None,
             pricing: None,
             state: Mutex::default(),
         }
@@ -248,6 +251,16 @@ impl Session {
     /// (instead of the line saying how many went).
     pub fn with_trace(mut self, trace: Arc<dyn Trace>) -> Session {
         self.trace = Some(trace);
+        self
+    }
+
+    /// The same session with `summarizer` writing its summaries: the one each compaction
+    /// leaves (a summary of at most [`DEFAULT_SUMMARY_TOKENS`]) and those of a `summarize` step
+    /// in its policy. The session's lock is held while it runs: a summarizer must not call the
+    /// same session.
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Session {
+        self.trace = Some(Arc::new(SummaryTrace::new(Arc::clone(&summarizer), DEFAULT_SUMMARY_TOKENS)));
+        self.summarizer = Some(summarizer);
         self
     }
 
@@ -353,6 +366,9 @@ impl Session {
         }
         if self.settings.offload {
             services = services.with_offload(self.store.as_ref());
+        }
+        if let Some(summarizer) = &self.summarizer {
+            services = services.with_summarizer(summarizer.as_ref());
         }
         let mut fitted = state
             .fitter

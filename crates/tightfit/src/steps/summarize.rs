@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::Xxh3;
 
@@ -22,7 +22,7 @@ use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
-use crate::summary::{self, Extractive, Summarizer, SummaryRequest};
+use crate::summary::{self, Extractive, Summarizer, SummaryError, SummaryRequest};
 use crate::tokens::message_fingerprint;
 use crate::units::UnitKind;
 
@@ -36,18 +36,22 @@ pub const DEFAULT_SUMMARY_TOKENS: usize = 1_000;
 /// (`; recall("tf-…") returns them`).
 const HANDLE_NOTE_TOKENS: usize = 24;
 
+/// The fewest tokens a summary may be given: its header, the handle's room, a few lines.
+const MIN_SUMMARY_TOKENS: usize = 64;
+
 /// Summarizes older units into one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summarize {
-    /// The model that writes summaries, for a summarizer that calls one (llmling's key).
-    /// Defaults to `openai:gpt-4o-mini`; the built-in extractive summarizer needs none.
+    /// llmling's key for the model that writes summaries, read so that its configurations load;
+    /// the summarizer lent to the run decides (an HTTP summarizer takes its own model), the
+    /// built-in extractive one needs none. Defaults to `openai:gpt-4o-mini`.
     pub model: String,
     /// Messages above which it acts. Defaults to 15.
     pub threshold: usize,
     /// Recent messages left out of the summary (rounded out to whole units). Defaults to 5.
     pub keep_recent: usize,
-    /// The prompt, with `{conversation}` where the history goes, for a summarizer that calls a
-    /// model. Defaults to `None` (the summarizer's own).
+    /// llmling's prompt key, read so that its configurations load; an HTTP summarizer takes its
+    /// prompt from its own settings. Defaults to `None`.
     pub summary_prompt: Option<String>,
     /// The most tokens the summary may take. Defaults to [`DEFAULT_SUMMARY_TOKENS`].
     pub max_tokens: usize,
@@ -98,10 +102,10 @@ impl Step for Summarize {
     }
 
     fn check(&self) -> Result<(), ConfigError> {
-        if self.max_tokens < 16 {
+        if self.max_tokens < MIN_SUMMARY_TOKENS {
             return Err(ConfigError::new(
                 "max_tokens",
-                "must be at least 16 (a summary's header alone takes that)",
+                format!("must be at least {MIN_SUMMARY_TOKENS} (the header and the room for a recall handle take that)"),
             ));
         }
         Ok(())
@@ -146,37 +150,55 @@ impl Step for Summarize {
     }
 }
 
-/// The summary of `removed` by `summarizer` in at most `max_tokens`, as a user message. A
-/// summarizer that fails never fails the run: the extractive one stands in, and if even it
-/// has nothing that fits, the header alone says what went (and the line after it, why).
-fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> Message {
+/// The summary of `removed` by `summarizer` in at most `max_tokens`, as a user message, and
+/// whether the summarizer failed. A summarizer that fails (or answers over the budget) never
+/// fails the run: the extractive one stands in, its first line saying why, and if even it has
+/// nothing that fits, the header alone says what went.
+fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> (Message, bool) {
     // room for the recall handle offload adds to the header
     let max_tokens = max_tokens.saturating_sub(HANDLE_NOTE_TOKENS);
     let header = summary::header(removed.messages.len(), removed.input_span());
     let count = |text: &str| removed.counter.text_counter().count(text);
+    let fits = |body: &str| count(&format!("{header}\n{body}")) <= max_tokens;
     let room = max_tokens.saturating_sub(count(&header) + 1);
     let request = SummaryRequest::new(&removed.messages, &removed.input_indices, room, &count)
         .in_format(removed.provider);
-    let body = summarizer.summarize(&request).or_else(|failed| {
-        let extractive = Extractive::default();
-        match extractive.summarize(&request) {
-            Ok(body) => Ok(format!("({failed}; the extractive summary instead)\n{body}")),
-            Err(_) => Err(failed),
+    let written = summarizer.summarize(&request).and_then(|body| {
+        if fits(&body) {
+            Ok(body)
+        } else {
+            Err(SummaryError {
+                summarizer: summarizer.name().to_string(),
+                reason: format!("the summary has {} tokens, over its budget of {room}", count(&body)),
+            })
         }
     });
-    match body {
-        Ok(mut body) if !body.is_empty() => {
-            // within the budget as one text (tokens can merge across the header's line break)
-            while !body.is_empty() && count(&format!("{header}\n{body}")) > max_tokens {
+    let (body, failed) = match written {
+        Ok(body) => (Some(body), false),
+        Err(failed) => {
+            let extractive = Extractive::default();
+            let instead = (summarizer.name() != extractive.name())
+                .then(|| extractive.summarize(&request).ok())
+                .flatten()
+                .map(|body| format!("({failed}; the extractive summary instead)\n{body}"));
+            (instead, true)
+        }
+    };
+    let message = match body {
+        Some(mut body) if !body.is_empty() => {
+            // the extractive body within the budget with the line saying why it stands in
+            while !body.is_empty() && !fits(&body) {
                 body.truncate(body.rfind('\n').unwrap_or(0));
             }
             if body.is_empty() {
-                return Message::text(Role::User, header);
+                Message::text(Role::User, header)
+            } else {
+                Message::text(Role::User, format!("{header}\n{body}"))
             }
-            Message::text(Role::User, format!("{header}\n{body}"))
         }
         _ => Message::text(Role::User, header),
-    }
+    };
+    (message, failed)
 }
 
 /// The summaries a step or trace wrote, by what they summarize (the summarizer, the budget,
@@ -195,6 +217,7 @@ impl SummaryCache {
     fn get_or_write(&self, summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> Message {
         let mut hasher = Xxh3::new();
         summarizer.name().hash(&mut hasher);
+        summarizer.identity().hash(&mut hasher);
         max_tokens.hash(&mut hasher);
         removed.provider.as_str().hash(&mut hasher);
         for (message, index) in removed.messages.iter().zip(&removed.input_indices) {
@@ -206,7 +229,10 @@ impl SummaryCache {
             return message.clone();
         }
         // written without the lock: a summarizer may take seconds
-        let message = summary_message(summarizer, removed, max_tokens);
+        let (message, failed) = summary_message(summarizer, removed, max_tokens);
+        if failed {
+            return message; // not kept: the next fit asks the summarizer again
+        }
         let mut entries = self.lock();
         if entries.0.insert(key, message.clone()).is_none() {
             entries.1.push_back(key);
@@ -260,20 +286,20 @@ impl std::fmt::Debug for SummaryCache {
 /// then leave a structured hand-off instead of a line saying how many messages went).
 #[derive(Debug)]
 pub struct SummaryTrace {
-    summarizer: Box<dyn Summarizer>,
+    summarizer: Arc<dyn Summarizer>,
     max_tokens: usize,
     cache: SummaryCache,
 }
 
 impl SummaryTrace {
     /// Summaries by `summarizer`, at most `max_tokens` each.
-    pub fn new(summarizer: Box<dyn Summarizer>, max_tokens: usize) -> SummaryTrace {
+    pub fn new(summarizer: Arc<dyn Summarizer>, max_tokens: usize) -> SummaryTrace {
         SummaryTrace { summarizer, max_tokens, cache: SummaryCache::default() }
     }
 
     /// The extractive summarizer's, at most [`DEFAULT_SUMMARY_TOKENS`] each.
     pub fn extractive() -> SummaryTrace {
-        SummaryTrace::new(Box::new(Extractive::default()), DEFAULT_SUMMARY_TOKENS)
+        SummaryTrace::new(Arc::new(Extractive::default()), DEFAULT_SUMMARY_TOKENS)
     }
 }
 
@@ -354,6 +380,33 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_over_the_budget_gives_way_to_the_extractive_summary_and_is_not_cached() {
+        #[derive(Debug)]
+        struct Wordy;
+        impl Summarizer for Wordy {
+            fn name(&self) -> &str {
+                "wordy"
+            }
+            fn summarize(&self, _: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+                Ok("all work and no play ".repeat(500)) // one line, far over the budget
+            }
+        }
+        let step = Summarize { threshold: 10, keep_recent: 4, max_tokens: 300, ..Summarize::default() };
+        let out = run_in(&step, &agent_run(12), StepContext::new(Format::OpenAi).with_summarizer(&Wordy));
+        let summary = out[2].text_content();
+        assert!(
+            summary.contains("summarizer wordy: the summary has") && summary.contains("over its budget"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("the extractive summary instead") && summary.contains("Commands:"),
+            "{summary}"
+        );
+        assert!(counter().count(&out[2..3], None).total <= 300 + 8);
+        assert!(step.cache.is_empty(), "a failed summary is not kept");
+    }
+
+    #[test]
     fn under_the_threshold_nothing_happens_and_the_summary_keeps_its_budget() {
         let input = agent_run(3);
         assert_eq!(run_in(&Summarize::default(), &input, StepContext::new(Format::OpenAi)), input);
@@ -362,6 +415,6 @@ mod tests {
         let out = run_in(&step, &input, StepContext::new(Format::OpenAi));
         let tokens = counter().count(&out[2..3], None).total;
         assert!(tokens <= 300 + 10, "{tokens}");
-        assert!(Summarize { max_tokens: 3, ..Summarize::default() }.check().is_err());
+        assert!(Summarize { max_tokens: 40, ..Summarize::default() }.check().is_err());
     }
 }

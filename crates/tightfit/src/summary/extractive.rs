@@ -15,7 +15,7 @@
 //! 5. **Last**: the newest assistant text, whole up to `request_chars`.
 //!
 //! Cost: one pass over the messages, the ledger's regular expressions, and one token count per
-//! line written.
+//! line written and per fact taken.
 
 use std::collections::HashMap;
 

@@ -12,7 +12,8 @@
 //! | `number` | 3 or more digits (with `.`/`,` groups), or a number with a unit | `12907`, `2024-02-29`, `128 ms` |
 //!
 //! Words are split on whitespace and trimmed of surrounding punctuation; each fact is kept once,
-//! in order of first appearance. Deterministic; no network. Cost: one pass over the text with a
+//! URLs and errors first, then the other kinds word by word, each kind in order of first
+//! appearance. Deterministic; no network. Cost: one pass over the text with a
 //! few compiled regular expressions.
 
 use std::borrow::Cow;
@@ -77,7 +78,7 @@ fn patterns() -> &'static Patterns {
     })
 }
 
-/// The facts of `text`, in order of first appearance, each once.
+/// The facts of `text`, each once (URLs and errors first, then the rest in order).
 pub fn facts_of_text(text: &str) -> Vec<Fact> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();

@@ -90,6 +90,12 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
     /// summaries differ (the endpoint and model, say).
     fn name(&self) -> &str;
 
+    /// What tells two summarizers of one name apart where the name cannot (a Python callable's
+    /// identity); with the name, the key of the `summarize` step's cache. Defaults to 0.
+    fn identity(&self) -> u64 {
+        0
+    }
+
     /// The body of the summary of `request.messages`, within `request.max_tokens`.
     fn summarize(&self, request: &SummaryRequest<'_>) -> Result<String, SummaryError>;
 }
