@@ -12,6 +12,8 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use tightfit::steps::Scorer;
 
+use crate::summarizer::callable_name;
+
 /// A Python callable that scores words.
 pub(crate) struct PyScorer {
     callable: Py<PyAny>,
@@ -23,17 +25,7 @@ pub(crate) struct PyScorer {
 impl PyScorer {
     /// `callable` as a scorer, or a `TypeError` naming the argument when it is not callable.
     pub(crate) fn new(callable: &Bound<'_, PyAny>, argument: &str) -> PyResult<PyScorer> {
-        if !callable.is_callable() {
-            let found = callable.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "{argument}: expected a callable (words) -> list[float], found {found}"
-            )));
-        }
-        let name = callable
-            .getattr("__qualname__")
-            .or_else(|_| callable.getattr("__name__"))
-            .and_then(|n| n.extract::<String>())
-            .unwrap_or_else(|_| "python".to_string());
+        let name = callable_name(callable, argument, "(words) -> list[float]")?;
         Ok(PyScorer { callable: callable.clone().unbind(), name, failure: Mutex::new(None) })
     }
 }

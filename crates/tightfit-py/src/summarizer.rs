@@ -33,17 +33,7 @@ impl std::fmt::Debug for PySummarizer {
 impl PySummarizer {
     /// `callable` as a summarizer, or a `TypeError` naming the argument when it is not callable.
     pub(crate) fn new(callable: &Bound<'_, PyAny>, argument: &str) -> PyResult<PySummarizer> {
-        if !callable.is_callable() {
-            let found = callable.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "{argument}: expected a callable (messages, *, max_tokens) -> str, found {found}"
-            )));
-        }
-        let name = callable
-            .getattr("__qualname__")
-            .or_else(|_| callable.getattr("__name__"))
-            .and_then(|n| n.extract::<String>())
-            .unwrap_or_else(|_| "python".to_string());
+        let name = callable_name(callable, argument, "(messages, *, max_tokens) -> str")?;
         // the object's id tells two callables of one name apart in the step's cache
         let identity = callable.as_ptr() as usize as u64;
         Ok(PySummarizer { callable: callable.clone().unbind(), name, identity })
@@ -68,6 +58,22 @@ impl PySummarizer {
             }
         }
     }
+}
+
+/// The name of `callable` (its `__qualname__`), or a `TypeError` saying `argument` expects a
+/// callable of `shape` when it is not one.
+pub(crate) fn callable_name(callable: &Bound<'_, PyAny>, argument: &str, shape: &str) -> PyResult<String> {
+    if !callable.is_callable() {
+        let found = callable.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{argument}: expected a callable {shape}, found {found}"
+        )));
+    }
+    Ok(callable
+        .getattr("__qualname__")
+        .or_else(|_| callable.getattr("__name__"))
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_else(|_| "python".to_string()))
 }
 
 impl Summarizer for PySummarizer {

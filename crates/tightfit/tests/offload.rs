@@ -12,18 +12,12 @@ use tightfit::offload::{self, OffloadKind};
 use tightfit::session::MemoryStore;
 use tightfit::Target;
 
-use crate::{data_files, lines, shared};
+use crate::{data_files, jsonl_files, lines, shared};
 
 /// Every JSONL file of both corpora.
 fn corpus() -> Vec<PathBuf> {
     let mut files = data_files();
-    let mut second: Vec<PathBuf> = std::fs::read_dir(shared("data2"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    second.sort();
-    files.extend(second);
+    files.extend(jsonl_files("data2"));
     files
 }
 

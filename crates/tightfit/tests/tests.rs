@@ -38,13 +38,19 @@ pub fn result(id: &str) -> serde_json::Value {
 
 /// Every JSONL file of real conversations.
 pub fn data_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(shared("data"))
+    let files = jsonl_files("data");
+    assert!(files.len() >= 7, "expected the seven data files, found {}", files.len());
+    files
+}
+
+/// The JSONL files of a folder of the shared corpus, in name order.
+pub fn jsonl_files(folder: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(shared(folder))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     files.sort();
-    assert!(files.len() >= 7, "expected the seven data files, found {}", files.len());
     files
 }
 
