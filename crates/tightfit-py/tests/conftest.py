@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,3 +66,15 @@ def extreme(record_id: str) -> list[dict[str, Any]]:
 
 
 LARGEST = "concat/mini-swe-deepseek/1M"
+
+
+@pytest.fixture(scope="module")
+def peer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """AG2's transforms module (the peer the AG2 adapters are checked against), with a tiktoken
+    cache it can read offline (AG2 counts tokens with tiktoken)."""
+    transforms = pytest.importorskip("autogen.agentchat.contrib.capabilities.transforms")
+    if "TIKTOKEN_CACHE_DIR" not in os.environ:
+        cache = tmp_path_factory.mktemp("tiktoken")
+        subprocess.run([sys.executable, str(SHARED / "tools" / "tiktoken_cache.py"), str(cache)], check=True, capture_output=True)
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    return transforms

@@ -12,7 +12,6 @@ import contextlib
 import copy
 import io
 import inspect
-import os
 import subprocess
 import sys
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 import tightfit
-from conftest import SHARED, conformance_cases
+from conftest import conformance_cases
 from tightfit.compat import ag2
 
 CALLS = [
@@ -158,15 +157,6 @@ def test_the_compat_package_imports_nothing_else() -> None:
 # --- against AG2 itself --------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def peer(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """AG2's transforms module, with a tiktoken cache it can read."""
-    transforms = pytest.importorskip("autogen.agentchat.contrib.capabilities.transforms")
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        cache = tmp_path_factory.mktemp("tiktoken")
-        subprocess.run([sys.executable, str(SHARED / "tools" / "tiktoken_cache.py"), str(cache)], check=True, capture_output=True)
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    return transforms
 
 
 @pytest.mark.parametrize("name", ["MessageHistoryLimiter", "MessageTokenLimiter", "TextMessageContentName", "TextMessageCompressor"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 
 import tightfit
-from conftest import SHARED, records
+from conftest import records
 from tightfit.compat import ag2
 
 PROSE = (
@@ -308,15 +307,6 @@ def test_caches_by_content() -> None:
 # --- against AG2 itself --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def peer(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """AG2's transforms module, with a tiktoken cache it can read (AG2 counts min_tokens)."""
-    transforms = pytest.importorskip("autogen.agentchat.contrib.capabilities.transforms")
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        cache = tmp_path_factory.mktemp("tiktoken")
-        subprocess.run([sys.executable, str(SHARED / "tools" / "tiktoken_cache.py"), str(cache)], check=True, capture_output=True)
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-    return transforms
 
 
 def memory() -> Any:

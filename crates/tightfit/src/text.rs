@@ -184,6 +184,15 @@ fn char_bounds(text: &str) -> Vec<usize> {
     text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect()
 }
 
+/// Input messages `first..=last` for a person: `message 3`, `messages 3-9`.
+pub fn message_span(first: usize, last: usize) -> String {
+    if first == last {
+        format!("message {first}")
+    } else {
+        format!("messages {first}-{last}")
+    }
+}
+
 /// `1234567` as `1,234,567` (for reports and placeholders people read).
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();

@@ -16,6 +16,7 @@ use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::record::ChangeKind;
 use crate::repair::MERGED_INTO;
 use crate::steps::{says_nothing, TRACE_PREFIX};
+use crate::text::message_span;
 use crate::validate::note_position;
 
 /// The step name the pass records its changes under.
@@ -153,8 +154,7 @@ fn place_removals(
                 let gist = gist::of(&messages.iter().map(|(_, m)| *m).collect::<Vec<_>>());
                 let count = indices.len();
                 let span = match (indices.first(), indices.last()) {
-                    (Some(a), Some(b)) if a == b => format!("message {a} of the conversation"),
-                    (Some(a), Some(b)) => format!("messages {a}-{b} of the conversation"),
+                    (Some(a), Some(b)) => format!("{} of the conversation", message_span(*a, *b)),
                     _ => String::new(),
                 };
                 let text = format!(

@@ -73,8 +73,8 @@ impl Offloaded {
     /// The log line: `offload tf-0123456789abcdef: messages 3-14 (removed by compact)`.
     pub fn line(&self) -> String {
         let which = match (self.messages.first(), self.messages.last()) {
-            (Some(a), Some(b)) if a == b => format!("message {a}"),
-            (Some(a), Some(b)) => format!("messages {a}-{b} ({})", self.messages.len()),
+            (Some(a), Some(b)) if a == b => crate::text::message_span(*a, *b),
+            (Some(a), Some(b)) => format!("{} ({})", crate::text::message_span(*a, *b), self.messages.len()),
             _ => "nothing".to_string(),
         };
         let kind = match self.kind {

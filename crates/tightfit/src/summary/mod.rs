@@ -102,11 +102,7 @@ pub trait Summarizer: Send + Sync + fmt::Debug {
 
 /// The header line of a summary of `count` messages spanning input messages `span`.
 pub fn header(count: usize, span: Option<(usize, usize)>) -> String {
-    let which = match span {
-        Some((a, b)) if a == b => format!("message {a}"),
-        Some((a, b)) => format!("messages {a}-{b}"),
-        None => "earlier messages".to_string(),
-    };
+    let which = span.map_or("earlier messages".to_string(), |(a, b)| crate::text::message_span(a, b));
     let plural = if count == 1 { "message was" } else { "messages were" };
     format!("{SUMMARY_PREFIX}{which}: {count} {plural} removed here to fit the context window]")
 }

@@ -12,6 +12,7 @@ use std::fmt;
 use crate::format::Format;
 use crate::message::{Message, Role};
 use crate::steps::StepError;
+use crate::text::message_span;
 use crate::tokens::ChatCounter;
 
 /// The messages a compaction removed, in order, with where each sat in the input.
@@ -64,11 +65,9 @@ impl Trace for CountTrace {
         if count == 0 {
             return Ok(None);
         }
-        let which = match removed.input_span() {
-            Some((first, last)) if first == last => format!(" (message {first} of the conversation)"),
-            Some((first, last)) => format!(" (messages {first}-{last} of the conversation)"),
-            None => String::new(),
-        };
+        let which = removed.input_span().map_or(String::new(), |(first, last)| {
+            format!(" ({} of the conversation)", message_span(first, last))
+        });
         let plural = if count == 1 { "message was" } else { "messages were" };
         Ok(Some(Message::text(
             Role::User,
