@@ -138,6 +138,38 @@ fn a_second_session_on_the_same_store_makes_the_same_decisions() {
 }
 
 #[test]
+fn replicas_on_a_shared_store_taking_turns_make_the_same_decisions() {
+    // two sessions (two proxy replicas) serving alternate turns of one conversation: each
+    // reads back the compaction the other made, so the requests are those of one session
+    let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
+    let shared = Settings::default().with_shared_store(true);
+    let session = |store: &Arc<dyn Store>, settings: Settings| {
+        Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::clone(store))
+            .with_settings(settings)
+            .unwrap()
+    };
+    let alone = agent_loop(
+        &session(&(Arc::new(MemoryStore::new()) as Arc<dyn Store>), Settings::default()),
+        conversation,
+    );
+    assert!(alone.compactions >= 2, "the run compacts more than once at this budget");
+    let ends = turn_ends(&conversation.messages);
+    for settings in [shared.clone(), Settings::default()] {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let replicas = [session(&store, settings.clone()), session(&store, settings.clone())];
+        let mut requests = Vec::new();
+        for (i, end) in ends.iter().enumerate() {
+            requests
+                .extend(agent_loop_over(&replicas[i % 2], conversation, std::slice::from_ref(end)).requests);
+        }
+        let same = requests == alone.requests;
+        // without reading the store back, a replica replays its own stale epoch and compacts
+        // on its own, elsewhere
+        assert_eq!(same, settings.shared_store, "shared_store: {}", settings.shared_store);
+    }
+}
+
+#[test]
 fn between_the_marks_a_compaction_waits_until_it_pays_for_its_cache_misses() {
     let registry = Registry::embedded();
     let price = |model: &str| Pricing::of(registry.lookup(model).unwrap()).unwrap();

@@ -45,7 +45,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 pub use crate::store::{MemoryStore, Store, StoreError, StoreErrorKind};
 pub use decision::CHECKPOINT_VERSION;
@@ -101,6 +101,12 @@ pub struct Settings {
     /// a line saying how many messages went, unless the session was given a trace of its own
     /// ([`Session::with_trace`]). Defaults to true.
     pub summarize: bool,
+    /// Other processes write to the same store (proxy replicas behind a load balancer): every
+    /// turn reads the conversation's checkpoint back (one store read, a hash of its bytes;
+    /// parsed only when another process wrote a newer one), so each process replays the
+    /// latest compaction, whichever process made it, and all make the same decisions.
+    /// Defaults to false: the decision held in memory is trusted.
+    pub shared_store: bool,
 }
 
 impl Default for Settings {
@@ -113,6 +119,7 @@ impl Default for Settings {
             weigh_cache_misses: true,
             offload: true,
             summarize: true,
+            shared_store: false,
         }
     }
 }
@@ -141,6 +148,12 @@ impl Settings {
     /// The same settings, placing Anthropic cache breakpoints or not.
     pub fn with_cache_breakpoints(self, cache_breakpoints: bool) -> Settings {
         Settings { cache_breakpoints, ..self }
+    }
+
+    /// The same settings, reading checkpoints back every turn when `shared_store`.
+    pub fn with_shared_store(mut self, shared_store: bool) -> Settings {
+        self.shared_store = shared_store;
+        self
     }
 
     /// Checks the marks: 0 < low_water < high_water ≤ 1, at least one conversation.
@@ -219,8 +232,8 @@ pub struct Session {
 #[derive(Debug, Default)]
 struct State {
     fitter: Fitter,
-    /// Per conversation key: the current decision and when it was last used.
-    conversations: HashMap<String, (Arc<Decision>, u64)>,
+    /// Per conversation key: the current decision.
+    conversations: HashMap<String, Held>,
     clock: u64,
 }
 
@@ -316,7 +329,7 @@ impl Session {
             }
         };
         let mut state = self.lock();
-        let decision = self.decision_of(&mut state, &key)?;
+        let (decision, checkpoint) = self.decision_of(&mut state, &key)?;
         let budget = self.target.budget;
         let high = (budget as f64 * self.settings.high_water) as usize;
         let aim = (budget as f64 * self.settings.low_water) as usize;
@@ -350,7 +363,7 @@ impl Session {
                     // that applied to this turn: a process that reads it back from the store
                     // decides the next turns alike (a branch that grows back into the
                     // covered messages gets them as the compaction left them)
-                    state.remember(key, decision, self.settings.max_conversations);
+                    state.remember(key, decision, checkpoint, self.settings.max_conversations);
                     return Ok(fitted);
                 }
             }
@@ -386,9 +399,10 @@ impl Session {
         let epoch = decision.epoch + 1;
         let decided = Arc::new(Decision::of_compaction(epoch, fingerprints, &fitted));
         let provider = self.target.provider.unwrap_or(conversation.format);
-        self.store.save(&key, &decided.to_checkpoint(provider))?;
+        let checkpoint = decided.to_checkpoint(provider);
+        self.store.save(&key, &checkpoint)?;
         fitted.report.session = Some(info(epoch, true));
-        state.remember(key, decided, self.settings.max_conversations);
+        state.remember(key, decided, Some(xxh3_64(&checkpoint)), self.settings.max_conversations);
         self.mark_breakpoints(&mut fitted, conversation);
         Ok(fitted)
     }
@@ -461,13 +475,21 @@ impl Session {
     }
 
     /// The current decision for `key`: in memory, else from the store, else the initial one.
-    fn decision_of(&self, state: &mut State, key: &str) -> Result<Arc<Decision>, StoreError> {
-        if let Some((decision, _)) = state.conversations.get(key) {
-            return Ok(Arc::clone(decision));
+    /// The decision that applies to conversation `key`, and the hash of the checkpoint it
+    /// was read from or saved as (`None`: no checkpoint, the initial decision).
+    fn decision_of(&self, state: &mut State, key: &str) -> Result<(Arc<Decision>, Option<u64>), StoreError> {
+        let held = state.conversations.get(key);
+        if let Some(held) = held.filter(|_| !self.settings.shared_store) {
+            return Ok((Arc::clone(&held.decision), held.checkpoint));
         }
-        let Some(bytes) = self.store.load(key)? else { return Ok(Arc::new(Decision::initial())) };
+        let Some(bytes) = self.store.load(key)? else { return Ok((Arc::new(Decision::initial()), None)) };
+        let hash = xxh3_64(&bytes);
+        if let Some(held) = held.filter(|held| held.checkpoint == Some(hash)) {
+            // the checkpoint this process holds is still the latest
+            return Ok((Arc::clone(&held.decision), held.checkpoint));
+        }
         match Decision::from_checkpoint(&bytes) {
-            Ok((decision, _)) => Ok(Arc::new(decision)),
+            Ok((decision, _)) => Ok((Arc::new(decision), Some(hash))),
             Err(CheckpointError::Corrupt(reason)) => Err(StoreError::new(
                 StoreErrorKind::Corrupt,
                 self.store.describe(),
@@ -484,12 +506,22 @@ impl Session {
     }
 }
 
+/// A conversation's decision as a session holds it.
+#[derive(Debug)]
+struct Held {
+    decision: Arc<Decision>,
+    /// The hash of the checkpoint it was read from or saved as; `None` for the initial one.
+    checkpoint: Option<u64>,
+    /// When it was last used (the state's clock).
+    used: u64,
+}
+
 impl State {
-    fn remember(&mut self, key: String, decision: Arc<Decision>, max: usize) {
+    fn remember(&mut self, key: String, decision: Arc<Decision>, checkpoint: Option<u64>, max: usize) {
         self.clock += 1;
-        self.conversations.insert(key, (decision, self.clock));
+        self.conversations.insert(key, Held { decision, checkpoint, used: self.clock });
         if self.conversations.len() > max {
-            let oldest = self.conversations.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone());
+            let oldest = self.conversations.iter().min_by_key(|(_, held)| held.used).map(|(k, _)| k.clone());
             if let Some(oldest) = oldest {
                 self.conversations.remove(&oldest);
             }

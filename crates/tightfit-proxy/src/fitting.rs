@@ -1,0 +1,230 @@
+//! Fitting one request: reading its body, finding its model and its conversation's session,
+//! and writing the body to forward. Everything here is the engine's (formats, registry,
+//! sessions); this module only joins them to a request. It blocks (tokenizing, the store):
+//! the server runs it on tokio's blocking pool.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::http::HeaderMap;
+use bytes::Bytes;
+use tightfit::fit::{FitError, Target};
+use tightfit::format::{self, Conversation, FormatHint};
+use tightfit::models::Registry;
+use tightfit::pricing::Pricing;
+use tightfit::session::{Policy, Session, SessionError, Settings};
+use tightfit::store::Store;
+use tightfit::Format;
+
+use crate::errors::{ApiError, Kind};
+use crate::headers::KeyHasher;
+
+/// The most sessions (one per model, budget and policy) held at once; past it, one not in
+/// use is dropped (its conversations' checkpoints stay in the store).
+const MAX_SESSIONS: usize = 256;
+
+/// What fitting a request gave.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The body to forward; `None`: the request's own bytes, unchanged.
+    pub body: Option<Bytes>,
+    /// Tokens before and after, if the request was counted.
+    pub tokens: Option<(usize, usize)>,
+    /// The steps that changed something (`none` if none); or why nothing was tried.
+    pub actions: String,
+    /// The conversation's epoch (compactions so far), if a session fitted it.
+    pub epoch: Option<u64>,
+    /// `unchanged`, `replayed` or `compacted`: for the metrics; `skipped` when not fitted.
+    pub outcome: &'static str,
+}
+
+impl Outcome {
+    fn skipped(why: String) -> Outcome {
+        Outcome { body: None, tokens: None, actions: why, epoch: None, outcome: "skipped" }
+    }
+}
+
+/// What one session serves: a model, its budget (the request's reserved output decides it),
+/// a policy, a provider.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SessionSpec {
+    model: String,
+    budget: usize,
+    policy: String,
+    provider: Format,
+}
+
+/// The sessions of the proxy, over one store.
+#[derive(Debug)]
+pub struct Fitting {
+    registry: &'static Registry,
+    store: Arc<dyn Store>,
+    settings: Settings,
+    max_input_tokens: Option<usize>,
+    hasher: KeyHasher,
+    sessions: Mutex<HashMap<SessionSpec, Arc<Session>>>,
+}
+
+impl Fitting {
+    /// Sessions with `settings` over `store`, budgets capped at `max_input_tokens`,
+    /// conversation keys hashed by `hasher`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        settings: Settings,
+        max_input_tokens: Option<usize>,
+        hasher: KeyHasher,
+    ) -> Fitting {
+        Fitting {
+            registry: Registry::embedded(),
+            store,
+            settings,
+            max_input_tokens,
+            hasher,
+            sessions: Mutex::default(),
+        }
+    }
+
+    /// Fits the request `body` for `api` under `policy` (a preset name), the conversation told
+    /// apart by the request's credentials and `x-tightfit-session` (else its first messages).
+    pub fn fit(
+        &self,
+        api: Format,
+        headers: &HeaderMap,
+        policy: &str,
+        body: &[u8],
+    ) -> Result<Outcome, ApiError> {
+        let text = std::str::from_utf8(body).map_err(|e| {
+            ApiError::new(api, Kind::InvalidRequest, format!("the request body is not UTF-8: {e}"))
+        })?;
+        let value = format::read_json(text).map_err(|e| {
+            ApiError::new(api, Kind::InvalidRequest, format!("the request body is not JSON: {e}"))
+        })?;
+        let Some(model_name) = value.get("model").and_then(|m| m.as_str()).map(str::to_string) else {
+            // the upstream says what it thinks of a request without a model
+            return Ok(Outcome::skipped("none (no model)".into()));
+        };
+        let Ok(model) = self.registry.lookup(&model_name) else {
+            return Ok(Outcome::skipped(format!("none (unknown model {model_name:?})")));
+        };
+        let conversation = format::parse_value(value, FormatHint::Exactly(api)).map_err(|e| match e {
+            format::FormatError::Shape { path, reason } => {
+                ApiError::new(api, Kind::InvalidRequest, format!("{path}: {reason}")).with_param(path)
+            }
+            e => ApiError::new(api, Kind::InvalidRequest, e.to_string()),
+        })?;
+        let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
+        let mut target = Target::for_model(model, reserved).with_provider(api);
+        if let Some(cap) = self.max_input_tokens.filter(|&cap| cap < target.budget) {
+            target = target.with_budget(cap);
+        }
+        let spec = SessionSpec {
+            model: model.qualified_id(),
+            budget: target.budget,
+            policy: policy.to_string(),
+            provider: api,
+        };
+        let session = self.session(spec, target, Pricing::of(model))?;
+        let identity = match headers.get("x-tightfit-session").map(|v| v.to_str()) {
+            Some(Ok(id)) if !id.is_empty() => format!("session:{id}"),
+            Some(_) => {
+                return Err(ApiError::new(
+                    api,
+                    Kind::InvalidRequest,
+                    "x-tightfit-session: not a visible ASCII string",
+                )
+                .with_param("x-tightfit-session"))
+            }
+            None => format!("head:{}", Session::key_of(&conversation)),
+        };
+        let key = self.hasher.conversation_key(api.as_str(), headers, &identity);
+        let fitted = session.fit_keyed(Some(&key), &conversation).map_err(|e| fit_error(api, e))?;
+        let report = &fitted.report;
+        let session_info = report.session.as_ref();
+        let unchanged = fitted.messages.len() == conversation.messages.len()
+            && fitted.messages.iter().all(|m| matches!(m, Cow::Borrowed(_)));
+        let actions = if report.steps.is_empty() && report.repairs.is_empty() {
+            "none".to_string()
+        } else {
+            let mut names: Vec<&str> = report.steps.iter().map(|s| s.step.as_str()).collect();
+            if !report.repairs.is_empty() {
+                names.insert(0, "repair");
+            }
+            names.dedup();
+            names.join(",")
+        };
+        let outcome = match session_info {
+            Some(info) if info.compacted => "compacted",
+            _ if unchanged => "unchanged",
+            _ => "replayed",
+        };
+        let tokens = Some((report.original_token_count, report.compressed_token_count));
+        let epoch = session_info.map(|s| s.epoch);
+        let body = if unchanged {
+            None
+        } else {
+            let output = Conversation { messages: fitted.into_messages(), ..conversation };
+            Some(Bytes::from(format::to_string(&output, api)))
+        };
+        Ok(Outcome { body, tokens, actions, epoch, outcome })
+    }
+
+    /// The tokens of request `body` for `api` by its model, if the model is known and the body
+    /// reads (for `count_tokens`'s header).
+    pub fn count(&self, api: Format, body: &[u8]) -> Option<usize> {
+        let conversation =
+            format::parse_str(std::str::from_utf8(body).ok()?, FormatHint::Exactly(api)).ok()?;
+        let model = conversation.request.as_ref()?.model.as_deref()?;
+        let model = self.registry.lookup(model).ok()?;
+        let counter = Target::for_model(model, None).counter;
+        Some(counter.count(&conversation.messages, conversation.tools.as_deref()).total)
+    }
+
+    fn session(
+        &self,
+        spec: SessionSpec,
+        target: Target,
+        pricing: Option<Pricing>,
+    ) -> Result<Arc<Session>, ApiError> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(session) = sessions.get(&spec) {
+            return Ok(Arc::clone(session));
+        }
+        if sessions.len() >= MAX_SESSIONS {
+            // drop one no request holds (its conversations reload from the store when they return)
+            let idle = sessions.iter().find(|(_, s)| Arc::strong_count(s) == 1).map(|(k, _)| k.clone());
+            if let Some(idle) = idle {
+                sessions.remove(&idle);
+            }
+        }
+        let policy = Policy::by_name(&spec.policy)
+            .map_err(|e| ApiError::new(spec.provider, Kind::InvalidRequest, format!("policy: {e}")))?;
+        let mut session = Session::new(target, policy, Arc::clone(&self.store))
+            .with_settings(self.settings.clone())
+            .map_err(|e| ApiError::new(spec.provider, Kind::Internal, format!("session settings: {e}")))?;
+        if let Some(pricing) = pricing {
+            session = session.with_pricing(pricing);
+        }
+        let session = Arc::new(session);
+        sessions.insert(spec, Arc::clone(&session));
+        Ok(session)
+    }
+}
+
+fn fit_error(api: Format, error: SessionError) -> ApiError {
+    match error {
+        SessionError::Fit(FitError::CannotFit { needed, budget, .. }) => {
+            ApiError::overflow(api, needed, budget)
+        }
+        SessionError::Fit(e @ FitError::Invalid { .. }) => {
+            ApiError::new(api, Kind::InvalidRequest, e.to_string()).with_param("messages")
+        }
+        SessionError::Fit(e) => {
+            ApiError::new(api, Kind::Internal, format!("tightfit could not fit the request: {e}"))
+        }
+        SessionError::Store(e) => {
+            ApiError::new(api, Kind::Internal, format!("tightfit's session store failed: {e}"))
+        }
+        e => ApiError::new(api, Kind::Internal, e.to_string()),
+    }
+}
