@@ -23,6 +23,7 @@ mod fit_cmd;
 mod input;
 mod models_cmd;
 mod recall_cmd;
+mod serve_cmd;
 mod simulate_cmd;
 mod simulate_svg;
 mod validate_cmd;
@@ -149,6 +150,27 @@ enum Command {
         /// The most characters to print (all the rest if not given).
         #[arg(long)]
         limit: Option<usize>,
+    },
+    /// Run the proxy: every OpenAI- or Anthropic-style request fitted on its way upstream,
+    /// with a session per conversation (the cut stays put, the prompt cache keeps hitting).
+    ///
+    /// Point OPENAI_BASE_URL or ANTHROPIC_BASE_URL at it. Routes: POST /v1/chat/completions,
+    /// /v1/messages, /v1/messages/count_tokens; GET /healthz, /metrics; every other path is
+    /// passed to the upstream. Stops on SIGINT/SIGTERM after the requests in flight.
+    Serve {
+        /// A TOML configuration (every key documented in the proxy's README); the flags
+        /// below override it.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The address to listen on (default 127.0.0.1:8787).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// An upstream: openai=URL or anthropic=URL (repeatable).
+        #[arg(long, value_name = "API=URL")]
+        upstream: Vec<String>,
+        /// Where sessions' state lives: sqlite:FILE (default sqlite:tightfit-proxy.db), FILE or memory.
+        #[arg(long, value_name = "STORE")]
+        store: Option<String>,
     },
     /// Check a history against a provider's rules: each violation with its message index
     /// and reason; exit code 1 if there is any.
@@ -411,6 +433,9 @@ fn main() -> ExitCode {
             simulate_cmd::run(&registry, &files, &options)
         }),
         Command::Recall { handle, store, offset, limit } => recall_cmd::run(&handle, &store, offset, limit),
+        Command::Serve { config, listen, upstream, store } => {
+            serve_cmd::run(config.as_deref(), listen, &upstream, store)
+        }
         Command::Validate { file, provider, format, json } => {
             validate_cmd::run(&file, provider.map(ProviderArg::format), format.hint(), json)
         }

@@ -1,1 +1,7 @@
+//! The proxy end to end: a fake upstream on loopback, the proxy in front of it, real
+//! conversations through it.
 
+mod faults;
+mod sessions;
+mod support;
+mod wire;

@@ -43,6 +43,18 @@ pub enum Reply {
     Cut { first: Bytes },
     /// Nothing for this long.
     Hang(Duration),
+    /// A first chunk, then nothing, ever; `dropped` is notified when the stream is dropped
+    /// (the connection closed).
+    Endless { first: Bytes, dropped: Arc<Notify> },
+}
+
+/// Notifies when dropped.
+struct DropSignal(Arc<Notify>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
 }
 
 #[derive(Default)]
@@ -74,6 +86,14 @@ impl Fake {
     /// Queues the answer to a coming request (else: a JSON answer of the route's shape).
     pub fn then(&self, reply: Reply) {
         self.script.replies.lock().unwrap().push_back(reply);
+    }
+
+    /// Answers the next request with `first` and then an open stream that never ends; the
+    /// notify fires when the upstream's stream is dropped.
+    pub fn stream_until_dropped(&self, first: Bytes) -> Arc<Notify> {
+        let dropped = Arc::new(Notify::new());
+        self.then(Reply::Endless { first, dropped: Arc::clone(&dropped) });
+        dropped
     }
 
     /// Everything received so far.
@@ -113,10 +133,25 @@ async fn answer(State(script): State<Arc<Script>>, request: Request) -> Response
             response
         }
         Some(Reply::Cut { first }) => {
-            let stream = futures_util::stream::iter(vec![
-                Ok(first),
-                Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut")),
-            ]);
+            // the break comes a moment after the first chunk, which goes out first
+            let cut = futures_util::stream::once(async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut"))
+            });
+            use futures_util::StreamExt;
+            let stream = futures_util::stream::iter([Ok(first)]).chain(cut);
+            let mut response = Response::new(Body::from_stream(stream));
+            response.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
+            response
+        }
+        Some(Reply::Endless { first, dropped }) => {
+            let signal = DropSignal(dropped);
+            let rest = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
+            use futures_util::StreamExt;
+            let stream = futures_util::stream::iter([Ok(first)]).chain(rest).map(move |item| {
+                let _ = &signal;
+                item
+            });
             let mut response = Response::new(Body::from_stream(stream));
             response.headers_mut().insert("content-type", "text/event-stream".parse().unwrap());
             response
@@ -144,19 +179,28 @@ fn async_chunks(
 
 fn default_answer(path: &str) -> Response {
     let (status, body) = match path {
-        "/v1/chat/completions" => (200, json!({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
-        })),
-        "/v1/messages" => (200, json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1}
-        })),
+        "/v1/chat/completions" => (
+            200,
+            json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+            }),
+        ),
+        "/v1/messages" => (
+            200,
+            json!({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "stop_sequence": null,
+                "usage": {"input_tokens": 10, "output_tokens": 1}
+            }),
+        ),
         "/v1/messages/count_tokens" => (200, json!({"input_tokens": 42})),
         "/v1/models" => (200, json!({"object": "list", "data": [{"id": "gpt-4o", "object": "model"}]})),
-        _ => (404, json!({"error": {"message": "no such route", "type": "invalid_request_error", "param": null, "code": null}})),
+        _ => (
+            404,
+            json!({"error": {"message": "no such route", "type": "invalid_request_error", "param": null, "code": null}}),
+        ),
     };
     let mut response = Response::new(Body::from(body.to_string()));
     *response.status_mut() = StatusCode::from_u16(status).unwrap();
