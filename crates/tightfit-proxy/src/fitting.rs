@@ -45,6 +45,12 @@ impl Outcome {
     }
 }
 
+/// The shard of conversation `key` (hex digits of a hash) among `shards`.
+fn shard_of(key: &str, shards: usize) -> usize {
+    let head = key.get(..8).and_then(|h| usize::from_str_radix(h, 16).ok()).unwrap_or(0);
+    head % shards.max(1)
+}
+
 /// What one session serves: a model, its budget (the request's reserved output decides it),
 /// a policy, a provider.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -53,6 +59,9 @@ struct SessionSpec {
     budget: usize,
     policy: String,
     provider: Format,
+    /// Conversations are spread over shards by key, each its own session: a session
+    /// serializes its calls, shards run in parallel.
+    shard: usize,
 }
 
 /// The sessions of the proxy, over one store.
@@ -64,6 +73,8 @@ pub struct Fitting {
     max_input_tokens: Option<usize>,
     hasher: KeyHasher,
     sessions: Mutex<HashMap<SessionSpec, Arc<Session>>>,
+    /// How many sessions share a model, budget and policy (twice the cores).
+    shards: usize,
 }
 
 impl Fitting {
@@ -82,6 +93,7 @@ impl Fitting {
             max_input_tokens,
             hasher,
             sessions: Mutex::default(),
+            shards: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
 
@@ -118,13 +130,6 @@ impl Fitting {
         if let Some(cap) = self.max_input_tokens.filter(|&cap| cap < target.budget) {
             target = target.with_budget(cap);
         }
-        let spec = SessionSpec {
-            model: model.qualified_id(),
-            budget: target.budget,
-            policy: policy.to_string(),
-            provider: api,
-        };
-        let session = self.session(spec, target, Pricing::of(model))?;
         let identity = match headers.get("x-tightfit-session").map(|v| v.to_str()) {
             Some(Ok(id)) if !id.is_empty() => format!("session:{id}"),
             Some(_) => {
@@ -138,6 +143,14 @@ impl Fitting {
             None => format!("head:{}", Session::key_of(&conversation)),
         };
         let key = self.hasher.conversation_key(api.as_str(), headers, &identity);
+        let spec = SessionSpec {
+            model: model.qualified_id(),
+            budget: target.budget,
+            policy: policy.to_string(),
+            provider: api,
+            shard: shard_of(&key, self.shards),
+        };
+        let session = self.session(spec, target, Pricing::of(model))?;
         let fitted = session.fit_keyed(Some(&key), &conversation).map_err(|e| fit_error(api, e))?;
         let report = &fitted.report;
         let session_info = report.session.as_ref();
