@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check, as CI runs it: formatting, lints, then all tests (unit, integration, doc) with
-# every feature; then the Python package: build the wheel, install it into .venv, run pytest.
+# every feature; then the Python package: build the wheel, install it into .venv, run pytest; then
+# the proxy through the real openai and anthropic SDKs.
 # Developers run the same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,12 @@ trap 'rm -rf "$wheels"' EXIT
   -m crates/tightfit-py/Cargo.toml --out "$wheels"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/tightfit-*.whl
 .venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
+
+echo "== the proxy through the real openai and anthropic SDKs (tightfit serve, a fake upstream)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/tightfit-proxy/tests/sdk/requirements.txt
+# built by cargo test above already; built here too so the section stands on its own
+cargo build -p tightfit-cli
+TIGHTFIT_BIN="$PWD/target/debug/tightfit" .venv/bin/python -m pytest crates/tightfit-proxy/tests/sdk -q -p no:cacheprovider
 
 echo "== peer suites: autogen-core's and langchain-core's own tests against the adapters"
 crates/tightfit-py/peer_suites/run_autogen_core.sh "$PWD/.venv/bin/python" -q

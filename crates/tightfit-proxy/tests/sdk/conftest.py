@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx2  # the HTTP client both pinned SDKs are built on (see requirements.txt)
 import pytest
 
+
 @dataclass
 class Received:
     """A request as the fake upstream received it."""
@@ -96,10 +97,10 @@ class FakeUpstream:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
-    def then(self, status: int, headers: list[tuple[str, str]], chunks: list[bytes], pause: float = 0.0) -> None:
+    def then(self, status: int, headers: list[tuple[str, str]], chunks: list[bytes], pause=0.0) -> None:
         """Queues the answer to a coming request: `chunks` written one by one (`pause` s apart)."""
         with self._lock:
             self._replies.append(Reply(status, headers, chunks, pause))
@@ -189,9 +190,9 @@ def tightfit_bin() -> str:
     """The binary under test. Missing, the suite fails: it must never pass by not running."""
     path = os.environ.get("TIGHTFIT_BIN")
     if not path:
-        pytest.fail("TIGHTFIT_BIN is not set: point it at the built binary (cargo build -p tightfit-cli; target/debug/tightfit)")
+        pytest.fail("TIGHTFIT_BIN is not set: point it at the built binary (cargo build -p tightfit-cli)")
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.fail(f"TIGHTFIT_BIN={path!r} is not an executable file: build it with cargo build -p tightfit-cli")
+        pytest.fail(f"TIGHTFIT_BIN={path!r} is not an executable file (cargo build -p tightfit-cli)")
     return path
 
 
@@ -209,8 +210,9 @@ def start_proxy(tightfit_bin, tmp_path):
         log = tmp_path / ("proxy-%d.log" % len(started))
         with open(log, "wb") as stderr:
             process = subprocess.Popen(
-                [tightfit_bin, "serve", "--config", str(config), "--listen", "127.0.0.1:0", "--store", "memory",
-                 "--upstream", "openai=" + upstream.url, "--upstream", "anthropic=" + upstream.url],
+                [tightfit_bin, "serve", "--config", str(config), "--listen", "127.0.0.1:0",
+                 "--store", "memory", "--upstream", "openai=" + upstream.url,
+                 "--upstream", "anthropic=" + upstream.url],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
             )
         proxy = Proxy("", upstream, process, log, cap)

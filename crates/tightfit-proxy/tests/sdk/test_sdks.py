@@ -57,7 +57,7 @@ def openai_pairing_problems(messages: list[dict]) -> list[str]:
     for i, message in enumerate(messages):
         if message["role"] == "tool":
             if message.get("tool_call_id") not in pending:
-                problems.append(f"messages[{i}]: a result for {message.get('tool_call_id')!r}, which is not a call before it")
+                problems.append(f"messages[{i}]: a result for {message.get('tool_call_id')!r}, not called before")
             pending.discard(message.get("tool_call_id"))
             continue
         if pending:
@@ -90,8 +90,8 @@ def anthropic_pairing_problems(messages: list[dict]) -> list[str]:
         if results:
             before = messages[i - 1] if i else None
             called = {b["id"] for b in blocks(before, "tool_use")} if before else set()
-            if message["role"] != "user" or before is None or before["role"] != "assistant" or not results <= called:
-                problems.append(f"messages[{i}]: the tool_result {sorted(results - called)} follow no tool_use of theirs")
+            if message["role"] != "user" or not before or before["role"] != "assistant" or not results <= called:
+                problems.append(f"messages[{i}]: the tool_result {sorted(results - called)} follow no tool_use")
     return problems
 
 
@@ -149,7 +149,7 @@ def test_an_openai_agent_loop_is_fitted_valid_within_the_cap_and_keeps_its_cut(s
         headers.append(raw.headers)
     assert len(forwarded) > 100, "the longest record is a long run"
     check_fitted("openai", proxy, forwarded, headers, openai_pairing_problems)
-    print("STATS", "openai", len(forwarded), prefix_reuse(forwarded), [h["x-tightfit-epoch"] for h in headers][-1], max(int(h["x-tightfit-tokens-before"]) for h in headers), max(int(h["x-tightfit-tokens-after"]) for h in headers)); check_stable("openai", forwarded)
+    check_stable("openai", forwarded)
 
 
 def run_anthropic_loop(proxy, record: dict) -> tuple[list[list[dict]], list]:
@@ -165,7 +165,7 @@ def run_anthropic_loop(proxy, record: dict) -> tuple[list[list[dict]], list]:
         )
         assert len(proxy.upstream.received) == i + 1, f"turn {i}: one request upstream per turn"
         body = proxy.upstream.last().json()
-        assert (body["model"], body["max_tokens"], body.get("system")) == ("claude-sonnet-4-5", 1024, record.get("system"))
+        assert (body["model"], body["max_tokens"]) == ("claude-sonnet-4-5", 1024)
         sent = proxy.upstream.sent[-1]
         assert raw.http_response.content == sent, f"turn {i}: the message changed on the way back"
         assert raw.parse().content[0].text == json.loads(sent)["content"][0]["text"]
@@ -179,9 +179,10 @@ def test_an_anthropic_agent_loop_keeps_every_tool_use_with_its_result(start_prox
     the upstream receives has its tool_result in the next user message, within the cap, with
     a stable cut."""
     proxy = start_proxy(cap=8_000)
-    forwarded, headers = run_anthropic_loop(proxy, longest("data2/agent_claude_code_sessions_anthropic.jsonl"))
+    record = longest("data2/agent_claude_code_sessions_anthropic.jsonl")
+    forwarded, headers = run_anthropic_loop(proxy, record)
     check_fitted("claude code", proxy, forwarded, headers, anthropic_pairing_problems)
-    print("STATS", "claude code", len(forwarded), prefix_reuse(forwarded), [h["x-tightfit-epoch"] for h in headers][-1], max(int(h["x-tightfit-tokens-before"]) for h in headers), max(int(h["x-tightfit-tokens-after"]) for h in headers)); check_stable("claude code", forwarded)
+    check_stable("claude code", forwarded)
 
 
 def test_thinking_blocks_reach_the_upstream_byte_identical(start_proxy):
@@ -203,8 +204,8 @@ def test_thinking_blocks_reach_the_upstream_byte_identical(start_proxy):
     assert altered == [], f"{len(altered)} forwarded thinking blocks are not the input's: {altered[0][:300]}"
 
 
-# recorded streams, split where the network split them: mid-event too, so nothing on the way
-# may depend on chunks ending at event boundaries
+# recorded streams, split where the network split them: mid-event and mid-character too, so
+# nothing on the way may depend on chunks ending at event or character boundaries
 OPENAI_STREAM = [
     b'data: {"id":"chatcmpl-BHx1","object":"chat.completion.chunk","created":1743000000,"model":"gpt-4o-2024-08-06",'
     b'"service_tier":"default","system_fingerprint":"fp_6ec83003ad","choices":[{"index":0,"delta":{"role":"assistant",'
@@ -243,7 +244,8 @@ ANTHROPIC_STREAM = [
     b'"text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":'
     b'{"type":"text_delta","text":"Hello, "}}\n\n',
     b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta",'
-    b'"text":"caf\xc3\xa9!"}}\n\nevent: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n',
+    b'"text":"caf\xc3',  # the split falls inside a UTF-8 character
+    b'\xa9!"}}\n\nevent: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n',
     b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},'
     b'"usage":{"output_tokens":30}}\n\n',
     b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
@@ -271,7 +273,8 @@ def test_an_openai_stream_arrives_byte_identical_and_parses(start_proxy, raw_tra
     assert stream.response.headers["content-type"] == "text/event-stream; charset=utf-8"
     assert "x-tightfit-actions" in stream.response.headers
     assert text == "Hello, caf\u00e9!"
-    assert (usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details.cached_tokens) == (1300, 4, 1152)
+    assert (usage.prompt_tokens, usage.completion_tokens) == (1300, 4)
+    assert usage.prompt_tokens_details.cached_tokens == 1152
     request = proxy.upstream.last().json()
     assert (request["stream"], request["stream_options"]) == (True, {"include_usage": True})
 
@@ -284,7 +287,7 @@ def test_an_anthropic_stream_arrives_byte_identical_and_parses(start_proxy, raw_
     proxy = start_proxy()
     proxy.upstream.then(200, SSE, ANTHROPIC_STREAM, pause=0.01)
     client = anthropic_client(proxy, raw_transport)
-    request = dict(model="claude-sonnet-4-5", max_tokens=1024, messages=[{"role": "user", "content": "Say hello"}])
+    request = dict(model="claude-sonnet-4-5", max_tokens=1024, messages=[{"role": "user", "content": "Hi"}])
     if way == "messages.stream":
         with client.messages.stream(**request) as stream:
             text = "".join(stream.text_stream)
@@ -299,7 +302,7 @@ def test_an_anthropic_stream_arrives_byte_identical_and_parses(start_proxy, raw_
         kinds = [e.type for e in events]
         assert kinds[0] == "message_start" and kinds[-1] == "message_stop", kinds
         deltas = [e.delta for e in events if e.type == "content_block_delta"]
-        assert [d.type for d in deltas] == ["thinking_delta", "thinking_delta", "signature_delta", "text_delta", "text_delta"]
+        assert [d.type for d in deltas] == ["thinking_delta"] * 2 + ["signature_delta"] + ["text_delta"] * 2
         text = "".join(d.text for d in deltas if d.type == "text_delta")
         output_tokens = next(e for e in events if e.type == "message_delta").usage.output_tokens
         cache_read = events[0].message.usage.cache_read_input_tokens
@@ -315,7 +318,9 @@ def test_a_message_alone_over_the_cap_is_each_sdks_context_overflow(start_proxy)
     proxy = start_proxy(cap=1_000)
     huge = "the same words again " * 1_000
     with pytest.raises(openai.BadRequestError) as raised:
-        openai_client(proxy).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": huge}])
+        openai_client(proxy).chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": huge}]
+        )
     assert raised.value.code == "context_length_exceeded"
     with pytest.raises(anthropic.BadRequestError) as raised:
         anthropic_client(proxy).messages.create(
@@ -329,8 +334,14 @@ def test_an_upstream_rate_limit_reaches_each_sdk_with_its_retry_after(start_prox
     """The upstream's 429 is the SDK's ``RateLimitError``, its ``retry-after`` header and body
     intact, so the caller's own backoff works through the proxy."""
     proxy = start_proxy()
-    openai_429 = b'{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","param":null,"code":"rate_limit_exceeded"}}'
-    anthropic_429 = b'{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}'
+    openai_429 = (
+        b'{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","param":null,'
+        b'"code":"rate_limit_exceeded"}}'
+    )
+    anthropic_429 = (
+        b'{"type":"error","error":{"type":"rate_limit_error",'
+        b'"message":"Number of requests has exceeded your rate limit"}}'
+    )
     for error, body, call in [
         (openai.RateLimitError, openai_429, lambda: openai_client(proxy).chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "Hi"}])),
