@@ -35,7 +35,7 @@ echo "== the proxy through the real openai and anthropic SDKs (tightfit serve, a
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/tightfit-proxy/tests/sdk/requirements.txt
 # built by cargo test above already; built here too so the section stands on its own
 cargo build -p tightfit-cli
-TIGHTFIT_BIN="$PWD/target/debug/tightfit" .venv/bin/python -m pytest crates/tightfit-proxy/tests/sdk -q -p no:cacheprovider
+TIGHTFIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit" .venv/bin/python -m pytest crates/tightfit-proxy/tests/sdk -q -p no:cacheprovider
 
 echo "== peer suites: autogen-core's and langchain-core's own tests against the adapters"
 crates/tightfit-py/peer_suites/run_autogen_core.sh "$PWD/.venv/bin/python" -q
