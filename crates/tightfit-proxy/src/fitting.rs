@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use axum::http::HeaderMap;
 use bytes::Bytes;
 use tightfit::fit::{FitError, Target};
-use tightfit::format::{self, Conversation, FormatHint};
+use tightfit::format::{self, FormatHint};
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::session::{Policy, Session, SessionError, Settings};
@@ -176,8 +176,7 @@ impl Fitting {
         let body = if unchanged {
             None
         } else {
-            let output = Conversation { messages: fitted.into_messages(), ..conversation };
-            Some(Bytes::from(format::to_string(&output, api)))
+            Some(Bytes::from(format::request_to_string(&fitted.messages, &conversation)))
         };
         Ok(Outcome { body, tokens, actions, epoch, outcome })
     }

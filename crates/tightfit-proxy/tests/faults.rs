@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::support::{client, config_for, proxy, url, Fake, Reply};
+use crate::support::{capped, client, config_for, proxy, url, Fake, Reply};
 
 fn chat(text: &str) -> String {
     json!({"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}).to_string()
@@ -90,10 +90,7 @@ async fn bad_input_is_answered_in_the_providers_shape() {
 
 #[tokio::test]
 async fn a_history_that_cannot_fit_is_the_providers_overflow_never_a_5xx() {
-    let fake = Fake::start().await;
-    let mut config = config_for(&fake);
-    config.policy.max_input_tokens = Some(1_000);
-    let proxy = proxy(config).await;
+    let (fake, proxy) = capped(1_000).await;
     let huge = "the same words again ".repeat(1_000);
     let (status, kind, body) = answer(&proxy, "/v1/chat/completions", chat(&huge), &[]).await;
     assert_eq!((status, kind.as_str()), (400, "overflow"));

@@ -8,7 +8,7 @@ use tightfit::models::Registry;
 use tightfit::validate::validate;
 use tightfit::Target;
 
-use crate::support::{client, config_for, corpus, proxy, url, Fake};
+use crate::support::{capped, client, config_for, corpus, proxy, url, Fake};
 
 /// The request bodies of an agent loop over `record`: one per assistant message, with every
 /// message before it.
@@ -72,10 +72,7 @@ async fn agent_loops_keep_their_cut_and_every_request_fits() {
             8_000,
         ),
     ] {
-        let fake = Fake::start().await;
-        let mut config = config_for(&fake);
-        config.policy.max_input_tokens = Some(budget);
-        let proxy = proxy(config).await;
+        let (fake, proxy) = capped(budget).await;
         let records = corpus(file);
         let record = records.iter().max_by_key(|r| r["messages"].as_array().unwrap().len()).unwrap();
         let bodies = turns(record, api, model);

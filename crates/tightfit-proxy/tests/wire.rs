@@ -10,7 +10,7 @@ use tightfit::validate::validate;
 use tightfit::Target;
 use tokio::sync::Notify;
 
-use crate::support::{client, config_for, corpus, proxy, url, Fake, Reply};
+use crate::support::{capped, client, config_for, corpus, proxy, url, Fake, Reply};
 
 /// The tokens of a forwarded body, counted for `model`, and its rule violations.
 fn check_forwarded(body: &[u8], api: Format, model: &str) -> (usize, usize) {
@@ -58,10 +58,7 @@ async fn a_request_with_nothing_to_do_goes_on_byte_for_byte() {
 
 #[tokio::test]
 async fn an_agent_run_over_the_budget_is_fitted_valid_and_within_it() {
-    let fake = Fake::start().await;
-    let mut config = config_for(&fake);
-    config.policy.max_input_tokens = Some(8_000);
-    let proxy = proxy(config).await;
+    let (fake, proxy) = capped(8_000).await;
     let record = &corpus("data/agent_mini_swe_deepseek.jsonl")[2];
     let body = json!({"model": "gpt-4o", "messages": record["messages"], "stream": false}).to_string();
     let response =
@@ -82,10 +79,7 @@ async fn an_agent_run_over_the_budget_is_fitted_valid_and_within_it() {
 
 #[tokio::test]
 async fn anthropic_thinking_signatures_go_on_untouched() {
-    let fake = Fake::start().await;
-    let mut config = config_for(&fake);
-    config.policy.max_input_tokens = Some(6_000);
-    let proxy = proxy(config).await;
+    let (fake, proxy) = capped(6_000).await;
     let records = corpus("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl");
     let record = records.iter().max_by_key(|r| r["messages"].as_array().unwrap().len()).unwrap();
     let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": record["system"], "messages": record["messages"]});

@@ -216,6 +216,16 @@ pub fn config_for(fake: &Fake) -> Config {
     config
 }
 
+/// A fake upstream and a proxy in front of it fitting every request to at most `budget`
+/// input tokens.
+pub async fn capped(budget: usize) -> (Fake, Running) {
+    let fake = Fake::start().await;
+    let mut config = config_for(&fake);
+    config.policy.max_input_tokens = Some(budget);
+    let proxy = proxy(config).await;
+    (fake, proxy)
+}
+
 /// A proxy with `config`.
 pub async fn proxy(config: Config) -> Running {
     tightfit_proxy::start(config).await.expect("the proxy starts")

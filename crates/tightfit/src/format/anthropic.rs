@@ -6,6 +6,8 @@
 //! `tool_use`, `tool_result` (string or blocks, `is_error`), `thinking` (with signature),
 //! `redacted_thinking`; any other block is kept verbatim as an opaque part.
 
+use std::borrow::Borrow;
+
 use serde_json::{Map, Value};
 
 use super::common::{
@@ -135,11 +137,17 @@ fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, FormatError> {
 // Writing
 
 pub(super) fn write_document(conversation: &Conversation) -> Value {
+    write_request(&conversation.messages, conversation)
+}
+
+/// Writes `messages` in the envelope of `conversation` (its request fields and tools).
+pub(super) fn write_request<M: Borrow<Message>>(messages: &[M], conversation: &Conversation) -> Value {
     let Some(request) = &conversation.request else {
-        return Value::Array(conversation.messages.iter().map(write_message).collect());
+        return Value::Array(messages.iter().map(|m| write_message(m.borrow())).collect());
     };
-    let system_count = conversation.messages.iter().take_while(|m| m.role.is_instruction()).count();
-    let (system, rest) = conversation.messages.split_at(system_count);
+    let system_count =
+        messages.iter().take_while(|m| Borrow::<Message>::borrow(*m).role.is_instruction()).count();
+    let (system, rest) = messages.split_at(system_count);
     let mut out = Map::new();
     if let Some(model) = &request.model {
         out.insert("model".into(), Value::String(model.clone()));
@@ -147,7 +155,7 @@ pub(super) fn write_document(conversation: &Conversation) -> Value {
     if !system.is_empty() {
         out.insert("system".into(), write_system(system));
     }
-    out.insert("messages".into(), Value::Array(rest.iter().map(write_message).collect()));
+    out.insert("messages".into(), Value::Array(rest.iter().map(|m| write_message(m.borrow())).collect()));
     if let Some(tools) = &conversation.tools {
         out.insert("tools".into(), Value::Array(tools.iter().map(write_tool).collect()));
     }
@@ -163,13 +171,14 @@ pub(super) fn write_document(conversation: &Conversation) -> Value {
 
 /// The top-level `system` value: a string when there is one plain-text system message, text
 /// blocks otherwise.
-fn write_system(system: &[Message]) -> Value {
+fn write_system<M: Borrow<Message>>(system: &[M]) -> Value {
     if let [only] = system {
+        let only = only.borrow();
         if let Some(value) = write_block_content(only.content_form, &only.parts) {
             return value;
         }
     }
-    let blocks = system.iter().flat_map(|m| m.parts.iter()).map(write_block).collect();
+    let blocks = system.iter().flat_map(|m| m.borrow().parts.iter()).map(write_block).collect();
     Value::Array(blocks)
 }
 

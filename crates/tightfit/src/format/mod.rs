@@ -185,6 +185,17 @@ pub fn to_value(conversation: &Conversation, format: Format) -> Value {
     }
 }
 
+/// Writes `messages` (a fitted history: borrowed from `like` or owned) as JSON text, in the
+/// envelope of `like` (its request fields and tools) and in `like`'s format: a fitted request
+/// body without copying the messages kept as they came.
+pub fn request_to_string<M: std::borrow::Borrow<Message>>(messages: &[M], like: &Conversation) -> String {
+    match like.format {
+        Format::OpenAi => openai::write_request(messages, like),
+        Format::Anthropic => anthropic::write_request(messages, like),
+    }
+    .to_string()
+}
+
 /// Writes a conversation as compact JSON text in `format`.
 pub fn to_string(conversation: &Conversation, format: Format) -> String {
     to_value(conversation, format).to_string()

@@ -8,6 +8,8 @@
 //! interpret (`"name": null`, `"tool_calls": []`, an object-valued `reasoning`, a string
 //! `function_call`) is kept as an extra field, so it comes back as it was.
 
+use std::borrow::Borrow;
+
 use serde_json::{Map, Value};
 
 use super::common::{extend_missing, read_part, read_request_fields, write_part};
@@ -198,7 +200,12 @@ pub(super) fn read_tools(items: Vec<Value>, at: &Path) -> Result<Vec<Tool>, Form
 // Writing
 
 pub(super) fn write_document(conversation: &Conversation) -> Value {
-    let messages = Value::Array(conversation.messages.iter().map(write_message).collect());
+    write_request(&conversation.messages, conversation)
+}
+
+/// Writes `messages` in the envelope of `conversation` (its request fields and tools).
+pub(super) fn write_request<M: Borrow<Message>>(messages: &[M], conversation: &Conversation) -> Value {
+    let messages = Value::Array(messages.iter().map(|m| write_message(m.borrow())).collect());
     let Some(request) = &conversation.request else {
         return messages;
     };
