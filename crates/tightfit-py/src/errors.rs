@@ -94,6 +94,7 @@ fn store_kind(kind: StoreErrorKind) -> &'static str {
         StoreErrorKind::Corrupt => "corrupt",
         StoreErrorKind::Version => "version",
         StoreErrorKind::NotFound => "not_found",
+        StoreErrorKind::Unavailable => "unavailable",
         _ => "other",
     }
 }

@@ -1,5 +1,9 @@
-//! The SQLite file store for tightfit sessions: checkpoints kept in one file that outlives the
-//! process and is shared by every process that opens it.
+//! Stores for tightfit sessions and offloaded content: an SQLite file that outlives the process
+//! and is shared by every process of a machine that opens it (the default), and, behind the
+//! features `redis` and `postgres`, [`RedisStore`] and [`PostgresStore`] for processes on
+//! several machines (proxy replicas behind a load balancer). [`StoreSpec`] reads a store's
+//! address as users write it (`sessions.db`, `memory`, `redis://…`, `postgres://…`) and opens
+//! it.
 //!
 //! ```
 //! use tightfit_store::{SqliteStore, Store};
@@ -52,10 +56,23 @@
 
 mod error;
 mod options;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod pool;
+#[cfg(feature = "postgres")]
+mod postgres_store;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod schema;
+mod spec;
 mod sqlite_store;
+mod url;
 
 pub use options::SqliteOptions;
+#[cfg(feature = "postgres")]
+pub use postgres_store::PostgresStore;
+#[cfg(feature = "redis")]
+pub use redis_store::RedisStore;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use spec::StoreSpec;
 pub use sqlite_store::SqliteStore;
 pub use tightfit::session::{Store, StoreError, StoreErrorKind};

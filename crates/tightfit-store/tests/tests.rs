@@ -1,8 +1,11 @@
-//! The SQLite store's integration tests: one binary (link time on 2 cores), one module per
-//! topic. The two-process test runs this same binary again as its writers.
+//! The stores' integration tests: one binary (link time on 2 cores), one module per topic.
+//! The two-process test runs this same binary again as its writers; the Redis and PostgreSQL
+//! tests (features `redis`, `postgres`) start real servers on loopback.
 
 mod basics;
 mod errors;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod network;
 mod processes;
 
 use std::path::Path;

@@ -4,8 +4,8 @@
 //! decision of a conversation's current epoch, as JSON, under the conversation key: 32 hex
 //! digits) and offloaded content (what a fit removed or cut, under `offload/` and its handle;
 //! see [`offload`](crate::offload)). A store knows nothing of messages, and the engine knows no
-//! I/O: the SQLite file store lives in the `tightfit-store` crate, later Redis and PostgreSQL
-//! beside it.
+//! I/O: the SQLite file store, and the Redis and PostgreSQL stores for replicas on several
+//! machines, live in the `tightfit-store` crate.
 //!
 //! A session writes a checkpoint once per compaction (not once per turn) and reads one when it
 //! meets a conversation it does not hold in memory (a new process, a proxy replica); a fit
@@ -70,6 +70,9 @@ pub enum StoreErrorKind {
     Version,
     /// The store holds nothing under the key asked for (an offload handle it never got).
     NotFound,
+    /// A store served over the network (Redis, PostgreSQL) could not be reached, or did not
+    /// answer in time; worth retrying once it is back.
+    Unavailable,
     /// Anything else the backend reported.
     Other,
 }
