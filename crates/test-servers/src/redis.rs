@@ -21,6 +21,14 @@ impl Redis {
         Redis { child, port, dir }
     }
 
+    /// Starts a server on `port` of 127.0.0.1 (one a test stopped a server on), keeping
+    /// nothing on disk.
+    pub fn start_on(port: u16) -> Redis {
+        let dir = tempfile::tempdir().expect("a temporary directory for redis");
+        let (child, port) = spawn(dir.path(), Some(port));
+        Redis { child, port, dir }
+    }
+
     /// Stops the server and starts it again on the same port: what it held is gone (no
     /// persistence), clients must reconnect.
     pub fn restart(&mut self) {

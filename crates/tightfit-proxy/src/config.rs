@@ -4,7 +4,9 @@
 //!
 //! ```toml
 //! listen = "127.0.0.1:8787"          # where the proxy listens
-//! store = "sqlite:tightfit-proxy.db" # sessions' checkpoints and offloaded content: sqlite:FILE, FILE or memory
+//! store = "sqlite:tightfit-proxy.db" # sessions' checkpoints and offloaded content: sqlite:FILE, FILE,
+//!                                     # memory, redis://[:PASSWORD@]HOST[:PORT][/DB] or
+//!                                     # postgres://USER[:PASSWORD]@HOST[:PORT]/DB (replicas on several machines)
 //!
 //! [upstream]                         # where requests go: from here only, never from a request
 //! openai = "https://api.openai.com"  # /v1/chat/completions and OpenAI-style other paths
@@ -50,6 +52,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use tightfit::presets;
+pub use tightfit_store::StoreSpec;
 
 /// A configuration error, naming the key (or the file, for one that cannot be read).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -344,7 +347,7 @@ impl Config {
                 format!("{:?} is not one of error, warn, info, debug, trace", self.log.level),
             ));
         }
-        StoreSpec::parse(&self.store)?;
+        store_spec(&self.store)?;
         Ok(())
     }
 
@@ -358,7 +361,7 @@ impl Config {
     /// The sessions' settings. A store other processes can open is read back every turn
     /// (`shared_store`), so replicas replay each other's compactions.
     pub fn session_settings(&self) -> tightfit::session::Settings {
-        let shared = !matches!(StoreSpec::parse(&self.store), Ok(StoreSpec::Memory));
+        let shared = store_spec(&self.store).is_ok_and(|spec| spec.is_shared());
         tightfit::session::Settings::default()
             .with_shared_store(shared)
             .with_marks(self.session.low_water, self.session.high_water)
@@ -368,33 +371,9 @@ impl Config {
     }
 }
 
-/// Where sessions' state lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreSpec {
-    /// In the proxy's memory (gone when it stops; for one process and tests).
-    Memory,
-    /// An SQLite file (shared by the processes of one machine).
-    Sqlite(String),
-}
-
-impl StoreSpec {
-    /// Reads `memory`, `sqlite:FILE` or a bare file path.
-    pub fn parse(spec: &str) -> Result<StoreSpec, ConfigError> {
-        if spec == "memory" {
-            return Ok(StoreSpec::Memory);
-        }
-        if let Some((scheme, _)) = spec.split_once("://") {
-            return Err(ConfigError::new(
-                "store",
-                format!("{scheme}:// stores are not supported by this build (use sqlite:FILE or memory)"),
-            ));
-        }
-        let path = spec.strip_prefix("sqlite:").unwrap_or(spec);
-        if path.is_empty() {
-            return Err(ConfigError::new("store", "no file given (sqlite:FILE)"));
-        }
-        Ok(StoreSpec::Sqlite(path.to_string()))
-    }
+/// The store's address, as the configuration's `store` key holds it.
+pub(crate) fn store_spec(store: &str) -> Result<StoreSpec, ConfigError> {
+    StoreSpec::parse(store).map_err(|e| ConfigError::new("store", e.reason))
 }
 
 fn check_upstream(key: &str, url: &str) -> Result<(), ConfigError> {
@@ -475,7 +454,8 @@ mod tests {
             ("[limits]\nmax_concurrency = 0", "limits.max_concurrency"),
             ("[timeouts]\nidle_secs = -1", "timeouts.idle_secs"),
             ("[log]\nlevel = \"loud\"", "log.level"),
-            ("store = \"redis://localhost\"", "store"),
+            ("store = \"mysql://localhost\"", "store"),
+            ("store = \"sqlite:\"", "store"),
         ];
         for (text, key) in cases {
             let err = Config::from_toml(text).unwrap_err();

@@ -30,6 +30,8 @@ pub enum Kind {
     BadGateway,
     /// The upstream did not answer within `timeouts.response_secs`.
     GatewayTimeout,
+    /// The sessions' store (Redis, PostgreSQL) could not be reached: worth a retry.
+    StoreUnavailable,
     /// The proxy failed (its store, a step).
     Internal,
 }
@@ -48,6 +50,7 @@ impl Kind {
             Kind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Kind::BadGateway => StatusCode::BAD_GATEWAY,
             Kind::GatewayTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Kind::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -70,6 +73,7 @@ impl Kind {
             (_, Kind::Overloaded) => ("server_error", Some("overloaded")),
             (_, Kind::BadGateway) => ("server_error", Some("bad_gateway")),
             (_, Kind::GatewayTimeout) => ("server_error", Some("timeout")),
+            (_, Kind::StoreUnavailable) => ("server_error", Some("service_unavailable")),
             (_, Kind::Internal) => ("server_error", None),
         }
     }
@@ -85,6 +89,7 @@ impl Kind {
             Kind::Overloaded => "overloaded",
             Kind::BadGateway => "bad_gateway",
             Kind::GatewayTimeout => "gateway_timeout",
+            Kind::StoreUnavailable => "store_unavailable",
             Kind::Internal => "internal",
         }
     }

@@ -14,7 +14,7 @@ use tightfit::format::{self, FormatHint};
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::session::{Policy, Session, SessionError, Settings};
-use tightfit::store::Store;
+use tightfit::store::{Store, StoreErrorKind};
 use tightfit::Format;
 
 use crate::errors::{ApiError, Kind};
@@ -234,6 +234,11 @@ fn fit_error(api: Format, error: SessionError) -> ApiError {
         SessionError::Fit(e) => {
             ApiError::new(api, Kind::Internal, format!("tightfit could not fit the request: {e}"))
         }
+        SessionError::Store(e) if e.kind == StoreErrorKind::Unavailable => ApiError::new(
+            api,
+            Kind::StoreUnavailable,
+            format!("tightfit's session store is unavailable: {e}"),
+        ),
         SessionError::Store(e) => {
             ApiError::new(api, Kind::Internal, format!("tightfit's session store failed: {e}"))
         }

@@ -32,7 +32,6 @@ pub mod usage;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tightfit::session::MemoryStore;
 use tightfit::store::{Store, StoreError};
 use tokio::net::TcpListener;
 
@@ -78,12 +77,13 @@ impl Running {
     }
 }
 
-/// Opens the store `spec` names.
-pub fn open_store(spec: &StoreSpec) -> Result<Arc<dyn Store>, ProxyError> {
-    Ok(match spec {
-        StoreSpec::Memory => Arc::new(MemoryStore::new()),
-        StoreSpec::Sqlite(path) => Arc::new(tightfit_store::SqliteStore::open(path)?),
-    })
+/// Opens the store `spec` names, on a blocking thread (a network store's client blocks, and a
+/// PostgreSQL client runs a runtime of its own, which tokio forbids on its worker threads).
+pub async fn open_store(spec: StoreSpec) -> Result<Arc<dyn Store>, ProxyError> {
+    tokio::task::spawn_blocking(move || spec.open())
+        .await
+        .map_err(|e| ProxyError::Start(format!("opening the store: {e}")))?
+        .map_err(ProxyError::Store)
 }
 
 /// Starts the proxy on the current tokio runtime: checks `config`, opens its store, binds
@@ -91,7 +91,7 @@ pub fn open_store(spec: &StoreSpec) -> Result<Arc<dyn Store>, ProxyError> {
 pub async fn start(config: Config) -> Result<Running, ProxyError> {
     config.check()?;
     let addr = config.listen_addr()?;
-    let store = open_store(&StoreSpec::parse(&config.store)?)?;
+    let store = open_store(config::store_spec(&config.store)?).await?;
     let secret = std::env::var(&config.session.secret_env).ok().filter(|s| !s.is_empty());
     let hasher = headers::KeyHasher::new(secret.as_deref().map(str::as_bytes));
     let fitting =
