@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tightfit::models::Registry;
-use tightfit::store::Store;
 
 mod count_cmd;
 mod fit_cmd;
@@ -112,11 +111,12 @@ enum Command {
         /// A TOML or JSON file that adds models to the registry or overrides them.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
-        /// Offload what the steps remove or cut into this SQLite file (made if missing): the
+        /// Offload what the steps remove or cut into this store: an SQLite FILE (made if
+        /// missing; or sqlite:FILE), redis://HOST[:PORT][/DB] or postgres://USER@HOST/DB. The
         /// output keeps a placeholder or note naming a handle for each, and `tightfit recall
-        /// HANDLE --store FILE` gives the messages back as they came.
-        #[arg(long, value_name = "FILE")]
-        store: Option<PathBuf>,
+        /// HANDLE --store STORE` gives the messages back as they came.
+        #[arg(long, value_name = "STORE")]
+        store: Option<String>,
         /// Have a model write the `summarize` step's summaries: the base URL of an
         /// OpenAI-compatible endpoint (up to `/chat/completions`, e.g. ending in `/v1`) or of
         /// Anthropic's API (see --summarizer-api). Without it, or when the model fails, the
@@ -141,9 +141,10 @@ enum Command {
     Recall {
         /// The handle named in a placeholder (`tf-` and 16 hex digits).
         handle: String,
-        /// The SQLite file the fit offloaded into (`fit --store FILE`).
-        #[arg(long, value_name = "FILE")]
-        store: PathBuf,
+        /// The store the fit offloaded into (`fit --store STORE`): an SQLite file, redis://…
+        /// or postgres://….
+        #[arg(long, value_name = "STORE")]
+        store: String,
         /// The first character to print.
         #[arg(long, default_value_t = 0)]
         offset: usize,
@@ -385,9 +386,7 @@ fn main() -> ExitCode {
                 Arc::new(summarizer) as Arc<dyn tightfit::summary::Summarizer>
             });
             let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
-            let store = store
-                .map(|path| tightfit_store::SqliteStore::open(path).map(|s| Arc::new(s) as Arc<dyn Store>))
-                .transpose()?;
+            let store = store.map(|spec| tightfit_store::StoreSpec::parse(&spec)?.open()).transpose()?;
             let options = fit_cmd::Options {
                 model,
                 budget,

@@ -1,19 +1,24 @@
 //! `tightfit recall HANDLE --store F`: the messages a fit offloaded, as they came.
 
 use std::io::Write;
-use std::path::Path;
+use std::sync::Arc;
 
 use tightfit::offload;
-use tightfit_store::SqliteStore;
+use tightfit::store::Store;
+use tightfit_store::{SqliteStore, StoreSpec};
 
 /// Prints the page of `handle`'s content from `offset` (`limit` characters at most), and on
 /// standard error where the next page starts, if there is more.
-pub fn run(handle: &str, store: &Path, offset: usize, limit: Option<usize>) -> anyhow::Result<bool> {
-    if !store.exists() {
-        anyhow::bail!("{}: no such store (the file `fit --store` wrote)", store.display());
-    }
-    let store = SqliteStore::open_read_only(store)?;
-    let recalled = offload::recall(&store, handle)?;
+pub fn run(handle: &str, store: &str, offset: usize, limit: Option<usize>) -> anyhow::Result<bool> {
+    let store: Arc<dyn Store> = match StoreSpec::parse(store)? {
+        // a file is only read: recalling never makes one
+        StoreSpec::Sqlite(path) if !path.exists() => {
+            anyhow::bail!("{}: no such store (the file `fit --store` wrote)", path.display())
+        }
+        StoreSpec::Sqlite(path) => Arc::new(SqliteStore::open_read_only(path)?),
+        spec => spec.open()?,
+    };
+    let recalled = offload::recall(store.as_ref(), handle)?;
     let page = recalled.page(offset, limit);
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", page.content)?;

@@ -277,12 +277,12 @@ fn a_json_lines_line_that_fails_keeps_its_place() {
     assert_eq!(reports[3]["summary"]["failed"], 1);
 }
 
-#[test]
-fn with_a_store_what_fit_removes_is_recalled_as_it_came() {
-    let store = TempFile::new("offload.db");
+/// Fits the SWE-agent demos to 3,000 tokens offloading into `store`, then recalls every
+/// handle of the output from it: each gives back its messages as they came.
+fn fit_then_recall(store: &str) {
     let file = shared("data/agent_swe_agent_demos.jsonl");
     let output = tightfit(
-        &["fit", file.to_str().unwrap(), "--model", "gpt-4o", "--budget", "3000", "--store", store.path()],
+        &["fit", file.to_str().unwrap(), "--model", "gpt-4o", "--budget", "3000", "--store", store],
         None,
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -295,7 +295,7 @@ fn with_a_store_what_fit_removes_is_recalled_as_it_came() {
         while let Some(at) = rest.find("recall(\\\"tf-") {
             let handle = &rest[at + 9..at + 9 + 19];
             rest = &rest[at + 9..];
-            let back = tightfit(&["recall", handle, "--store", store.path()], None);
+            let back = tightfit(&["recall", handle, "--store", store], None);
             assert!(back.status.success(), "{handle}: {}", stderr(&back));
             let entries: Vec<Value> = serde_json::from_str(stdout(&back).trim()).unwrap();
             assert!(!entries.is_empty());
@@ -306,20 +306,39 @@ fn with_a_store_what_fit_removes_is_recalled_as_it_came() {
             recalled += entries.len();
         }
     }
-    assert!(recalled > 50, "only {recalled} messages recalled");
-    // an unknown handle, and a store that is not there, are errors naming them
-    let unknown = tightfit(&["recall", "tf-0000000000000000", "--store", store.path()], None);
+    assert!(recalled > 50, "{store}: only {recalled} messages recalled");
+    // an unknown handle is an error naming it
+    let unknown = tightfit(&["recall", "tf-0000000000000000", "--store", store], None);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
         stderr(&unknown).contains("no offloaded content under tf-0000000000000000"),
         "{}",
         stderr(&unknown)
     );
+}
+
+#[test]
+fn with_a_store_what_fit_removes_is_recalled_as_it_came() {
+    let store = TempFile::new("offload.db");
+    fit_then_recall(store.path());
+    // a store that is not there is an error naming it
     let missing = tightfit(&["recall", "tf-0000000000000000", "--store", "no/such/store.db"], None);
     assert!(stderr(&missing).contains("no/such/store.db: no such store"), "{}", stderr(&missing));
     for suffix in ["-wal", "-shm"] {
         std::fs::remove_file(format!("{}{suffix}", store.path())).ok();
     }
+}
+
+#[test]
+fn offloading_into_redis_or_postgres_is_recalled_from_there() {
+    let redis = tightfit_test_servers::Redis::start();
+    fit_then_recall(&redis.url());
+    let postgres = tightfit_test_servers::Postgres::start();
+    fit_then_recall(&postgres.url());
+    // a store address this build has no store for names the ones it has
+    let output = tightfit(&["recall", "tf-0000000000000000", "--store", "mysql://db/app"], None);
+    assert!(stderr(&output).contains("no store for mysql://"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("postgres://"), "{}", stderr(&output));
 }
 
 #[test]

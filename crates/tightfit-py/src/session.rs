@@ -21,7 +21,7 @@ use crate::fit::FitResult;
 use crate::input::{format_arg, model_format, parse_tools, tools_value, RawInput};
 use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
-use crate::store::store_arg;
+use crate::store::store_arg_shared;
 use crate::summarizer::PySummarizer;
 
 /// The policy the caller named: a preset's name or a `Pipeline`.
@@ -109,7 +109,9 @@ impl PySession {
         settings.offload = offload;
         settings.summarize = summarize;
         settings.check().map_err(Failure::Config)?;
-        let store = store_arg(py, store)?;
+        let (store, shared) = store_arg_shared(py, store)?;
+        // other processes may write a file or a server: replay their compactions too
+        settings.shared_store = shared;
         let described = store.describe();
         let mut inner =
             Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;

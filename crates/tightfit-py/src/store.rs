@@ -1,4 +1,4 @@
-//! `tightfit.MemoryStore`, the `store=` argument (a path or a `MemoryStore`), and offload's
+//! `tightfit.MemoryStore`, the `store=` argument (a path, a store URL or a `MemoryStore`), and offload's
 //! Python face: `recall`, `recall_tool`, `answer_recall`.
 
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use serde_json::Value;
 use tightfit::format::Format;
 use tightfit::offload::{self, RecallError};
 use tightfit::store::{MemoryStore, Store, StoreError, StoreErrorKind};
-use tightfit_store::SqliteStore;
+use tightfit_store::StoreSpec;
 
 use crate::convert::{to_python, to_value};
 use crate::errors::{guard, Failure};
@@ -39,35 +39,50 @@ impl PyMemoryStore {
     }
 }
 
-/// Opens the SQLite file store at `path` (made when missing; its directory must exist).
-fn open_file_store(path: PathBuf) -> Result<Arc<dyn Store>, Failure> {
-    Ok(Arc::new(SqliteStore::open(path)?))
+/// Opens the store `spec` names: an SQLite file (made when missing; its directory must exist),
+/// or a Redis or PostgreSQL URL.
+fn open_store(spec: &str) -> Result<Arc<dyn Store>, Failure> {
+    Ok(StoreSpec::parse(spec)?.open()?)
 }
 
 /// The store the caller named: none (a store of the session's own), a `MemoryStore`, or a path.
 pub(crate) fn store_arg(py: Python<'_>, store: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<dyn Store>> {
-    let Some(store) = store.filter(|s| !s.is_none()) else { return Ok(Arc::new(MemoryStore::new())) };
+    store_arg_shared(py, store).map(|(store, _)| store)
+}
+
+/// [`store_arg`], and whether other processes may write the store too (a file or a server,
+/// not memory): a session then reads its checkpoints back every turn.
+pub(crate) fn store_arg_shared(
+    py: Python<'_>,
+    store: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Arc<dyn Store>, bool)> {
+    let Some(store) = store.filter(|s| !s.is_none()) else {
+        return Ok((Arc::new(MemoryStore::new()), false));
+    };
     if let Ok(memory) = store.cast::<PyMemoryStore>() {
-        return Ok(Arc::clone(&memory.get().inner) as Arc<dyn Store>);
+        return Ok((Arc::clone(&memory.get().inner) as Arc<dyn Store>, false));
     }
     // a session's own store (what its compactions offloaded into)
-    if let Ok(session) = store.cast::<crate::session::PySession>() {
-        return Ok(Arc::clone(session.get().inner.store()));
-    }
-    if let Ok(wrapper) = store.getattr("_native") {
-        if let Ok(session) = wrapper.cast::<crate::session::PySession>() {
-            return Ok(Arc::clone(session.get().inner.store()));
-        }
+    let session = store.cast::<crate::session::PySession>().ok().cloned().or_else(|| {
+        store
+            .getattr("_native")
+            .ok()
+            .and_then(|wrapper| wrapper.cast_into::<crate::session::PySession>().ok())
+    });
+    if let Some(session) = session {
+        let shared = session.get().inner.settings().shared_store;
+        return Ok((Arc::clone(session.get().inner.store()), shared));
     }
     let Ok(path) = store.extract::<PathBuf>() else {
         let found = store.get_type().name().map(|n| n.to_string()).unwrap_or_default();
         return Err(Failure::Type(format!(
-            "store: expected a file path (str or os.PathLike), a tightfit.MemoryStore or a tightfit.Session, found {found}"
+            "store: expected a file path (str or os.PathLike), a redis:// or postgres:// URL, a tightfit.MemoryStore or a tightfit.Session, found {found}"
         ))
         .into());
     };
-    // opening a file may wait for another process's lock
-    Ok(py.detach(|| guard(|| open_file_store(path)))?)
+    let spec = path.to_string_lossy().into_owned();
+    // opening a file may wait for another process's lock; a server, for its answer
+    Ok((py.detach(|| guard(|| open_store(&spec)))?, true))
 }
 
 impl From<RecallError> for Failure {

@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
+import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,6 +182,57 @@ def test_a_file_store_carries_the_loop_to_another_process(tmp_path: Path, whole_
     second = [Turn(**json.loads(line)) for line in out.splitlines()]
     assert len(second) == len(ends) - half
     assert first + second == whole_run
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A real redis-server on a free port of 127.0.0.1, keeping nothing on disk; killed after."""
+    server = shutil.which("redis-server")
+    assert server, "redis-server is not on PATH: install Debian's redis-server package (.ci/run does)"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen([*args, "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_two_sessions_taking_turns_on_one_shared_store_send_one_session_s_requests(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, whole_run: list[Turn]
+) -> None:
+    # two workers (two processes, or two machines for Redis) serving one conversation in turn:
+    # each reads the other's compactions back from the store
+    store = str(tmp_path / "sessions.db") if kind == "file" else request.getfixturevalue("redis_url")
+    workers = [tightfit.Session(MODEL, budget=BUDGET, store=store) for _ in range(2)]
+    assert workers[0].store == (f"sqlite:{store}" if kind == "file" else store)
+    messages = run(0)
+    turns = [agent_loop(workers[i % 2], messages, [end])[0] for i, end in enumerate(request_points(messages))]
+    assert turns == whole_run
+
+
+def test_a_store_url_without_a_server_is_a_store_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(tightfit.StoreError) as caught:
+        tightfit.Session(MODEL, budget=BUDGET, store=f"redis://:secret@127.0.0.1:{port}/0")
+    assert caught.value.kind == "unavailable"
+    assert "secret" not in str(caught.value)
+    with pytest.raises(tightfit.StoreError, match="no store for mysql://"):
+        tightfit.Session(MODEL, budget=BUDGET, store="mysql://db/app")
 
 
 def test_threads_fitting_different_conversations_on_one_session_get_the_sequential_results() -> None:

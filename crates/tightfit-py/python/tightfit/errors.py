@@ -112,9 +112,10 @@ class StoreError(Error):
     directory, no permission), ``"corrupt"`` (not a tightfit store: garbage, another program's
     database, a checkpoint that does not parse; the file is left as it is), ``"version"``
     (written by a newer tightfit), ``"locked"`` (another writer held it too long),
-    ``"read_only"``, ``"not_found"`` (no offloaded content under the handle recalled), or
-    ``"other"``. ``store`` names the store (``sqlite:/path/sessions.db``,
-    ``memory``), ``reason`` says what went wrong.
+    ``"read_only"``, ``"not_found"`` (no offloaded content under the handle recalled),
+    ``"unavailable"`` (a Redis or PostgreSQL server did not answer: worth a retry), or
+    ``"other"``. ``store`` names the store (``sqlite:/path/sessions.db``, ``memory``,
+    ``redis://host:6379/0``, never with its password), ``reason`` says what went wrong.
     """
 
     def __init__(self, message: str, *, kind: str = "other", store: str = "", reason: str = "") -> None:
