@@ -24,6 +24,10 @@ use crate::headers::KeyHasher;
 /// use is dropped (its conversations' checkpoints stay in the store).
 const MAX_SESSIONS: usize = 256;
 
+/// The most conversations whose last request is remembered for the cache-reuse estimate;
+/// past it the memory is cleared (each conversation's next turn then estimates nothing).
+const MAX_REMEMBERED: usize = 65_536;
+
 /// What fitting a request gave.
 #[derive(Debug)]
 pub struct Outcome {
@@ -37,11 +41,16 @@ pub struct Outcome {
     pub epoch: Option<u64>,
     /// `unchanged`, `replayed` or `compacted`: for the metrics; `skipped` when not fitted.
     pub outcome: &'static str,
+    /// The tokens this request shares as a prefix with its conversation's previous request,
+    /// as estimated: the previous request's tokens when both belong to one epoch (a session
+    /// repeats its previous output byte for byte until it compacts), else 0. What a
+    /// provider's prompt cache can reuse.
+    pub prefix_tokens: usize,
 }
 
 impl Outcome {
     fn skipped(why: String) -> Outcome {
-        Outcome { body: None, tokens: None, actions: why, epoch: None, outcome: "skipped" }
+        Outcome { body: None, tokens: None, actions: why, epoch: None, outcome: "skipped", prefix_tokens: 0 }
     }
 }
 
@@ -73,6 +82,8 @@ pub struct Fitting {
     max_input_tokens: Option<usize>,
     hasher: KeyHasher,
     sessions: Mutex<HashMap<SessionSpec, Arc<Session>>>,
+    /// Per conversation key: the epoch and tokens of its last forwarded request.
+    previous: Mutex<HashMap<String, (u64, usize)>>,
     /// How many sessions share a model, budget and policy (twice the cores).
     shards: usize,
 }
@@ -93,6 +104,7 @@ impl Fitting {
             max_input_tokens,
             hasher,
             sessions: Mutex::default(),
+            previous: Mutex::default(),
             shards: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
@@ -173,12 +185,26 @@ impl Fitting {
         };
         let tokens = Some((report.original_token_count, report.compressed_token_count));
         let epoch = session_info.map(|s| s.epoch);
+        let prefix_tokens = self.prefix_tokens(&key, epoch.unwrap_or(0), report.compressed_token_count);
         let body = if unchanged {
             None
         } else {
             Some(Bytes::from(format::request_to_string(&fitted.messages, &conversation)))
         };
-        Ok(Outcome { body, tokens, actions, epoch, outcome })
+        Ok(Outcome { body, tokens, actions, epoch, outcome, prefix_tokens })
+    }
+
+    /// The estimate of [`Outcome::prefix_tokens`] for conversation `key`, whose request now
+    /// belongs to `epoch` and holds `tokens`; remembers them for its next turn.
+    fn prefix_tokens(&self, key: &str, epoch: u64, tokens: usize) -> usize {
+        let mut previous = self.previous.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if previous.len() >= MAX_REMEMBERED && !previous.contains_key(key) {
+            previous.clear();
+        }
+        match previous.insert(key.to_string(), (epoch, tokens)) {
+            Some((last_epoch, last_tokens)) if last_epoch == epoch => last_tokens.min(tokens),
+            _ => 0,
+        }
     }
 
     /// The tokens of request `body` for `api` by its model, if the model is known and the body

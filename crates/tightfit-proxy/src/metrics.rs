@@ -33,6 +33,7 @@ pub struct Metrics {
     tokens_before: Family<Labels, Counter>,
     tokens_after: Family<Labels, Counter>,
     tokens_saved: Family<Labels, Counter>,
+    prefix_tokens: Family<Labels, Counter>,
     turns: Family<Labels, Counter>,
     upstream_input: Family<Labels, Counter>,
     upstream_cached_input: Family<Labels, Counter>,
@@ -56,6 +57,7 @@ impl Metrics {
         let tokens_before = Family::<Labels, Counter>::default();
         let tokens_after = Family::<Labels, Counter>::default();
         let tokens_saved = Family::<Labels, Counter>::default();
+        let prefix_tokens = Family::<Labels, Counter>::default();
         let turns = Family::<Labels, Counter>::default();
         let upstream_input = Family::<Labels, Counter>::default();
         let upstream_cached_input = Family::<Labels, Counter>::default();
@@ -69,6 +71,12 @@ impl Metrics {
         registry.register("tokens_before", "Input tokens of requests as they came", tokens_before.clone());
         registry.register("tokens_after", "Input tokens of requests as forwarded", tokens_after.clone());
         registry.register("tokens_saved", "Input tokens fitting removed", tokens_saved.clone());
+        registry.register(
+            "cache_prefix_tokens",
+            "Input tokens each forwarded request shares as a prefix with its conversation's previous one \
+             (estimated; over tokens_after: the prompt-cache reuse the sessions keep)",
+            prefix_tokens.clone(),
+        );
         registry.register(
             "session_turns",
             "Fitted requests by outcome: unchanged, replayed (cache prefix kept) or compacted",
@@ -110,6 +118,7 @@ impl Metrics {
             tokens_before,
             tokens_after,
             tokens_saved,
+            prefix_tokens,
             turns,
             upstream_input,
             upstream_cached_input,
@@ -132,8 +141,9 @@ impl Metrics {
     }
 
     /// A fitted request: its tokens before and after, and the session's outcome.
-    pub fn fitted(&self, route: &str, before: usize, after: usize, outcome: &'static str) {
+    pub fn fitted(&self, route: &str, before: usize, after: usize, outcome: &'static str, prefix: usize) {
         let labels = Metrics::route(route);
+        self.prefix_tokens.get_or_create(&labels).inc_by(prefix as u64);
         self.tokens_before.get_or_create(&labels).inc_by(before as u64);
         self.tokens_after.get_or_create(&labels).inc_by(after as u64);
         self.tokens_saved.get_or_create(&labels).inc_by(before.saturating_sub(after) as u64);
@@ -179,13 +189,15 @@ mod tests {
     fn the_exposition_names_what_happened() {
         let metrics = Metrics::new();
         metrics.request("openai", 200);
-        metrics.fitted("openai", 1000, 600, "compacted");
+        metrics.fitted("openai", 1000, 600, "compacted", 0);
+        metrics.fitted("openai", 700, 650, "replayed", 600);
         metrics.usage("openai", Usage { input: 600, cached_input: 512, cache_write: 0, output: 9 });
         metrics.upstream_latency("openai", Duration::from_millis(3));
         let text = metrics.render();
         for line in [
             "tightfit_requests_total{route=\"openai\",status=\"200\"} 1",
-            "tightfit_tokens_saved_total{route=\"openai\"} 400",
+            "tightfit_tokens_saved_total{route=\"openai\"} 450",
+            "tightfit_cache_prefix_tokens_total{route=\"openai\"} 600",
             "tightfit_session_turns_total{route=\"openai\",outcome=\"compacted\"} 1",
             "tightfit_upstream_cached_input_tokens_total{route=\"openai\"} 512",
             "tightfit_upstream_latency_seconds_count{route=\"openai\"} 1",

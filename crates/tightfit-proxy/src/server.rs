@@ -259,7 +259,7 @@ impl App {
                         ApiError::new(api, Kind::Internal, format!("tightfit proxy: fitting failed: {e}"))
                     })??;
             if let Some((before, after)) = outcome.tokens {
-                self.metrics.fitted(route, before, after, outcome.outcome);
+                self.metrics.fitted(route, before, after, outcome.outcome, outcome.prefix_tokens);
                 added.push(("x-tightfit-tokens-before", before.to_string()));
                 added.push(("x-tightfit-tokens-after", after.to_string()));
                 log.tokens = Some((before, after));

@@ -95,6 +95,22 @@ async fn agent_loops_keep_their_cut_and_every_request_fits() {
         );
         let reuse = prefix_reuse(&forwarded);
         assert!(reuse >= 0.9, "{file}: prefix reuse {reuse:.3}");
+        // the metrics' estimate of the cache reuse: high, and never above what was forwarded
+        let metrics = client().get(url(&proxy, "/metrics")).send().await.unwrap().text().await.unwrap();
+        let total = |name: &str| -> f64 {
+            metrics
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name} missing from\n{metrics}"))
+        };
+        let (prefix, after) =
+            (total("tightfit_cache_prefix_tokens_total"), total("tightfit_tokens_after_total"));
+        assert!(
+            prefix <= after && prefix >= 0.8 * after,
+            "{file}: estimated reuse {prefix} of {after} tokens"
+        );
         proxy.stop().await.unwrap();
     }
 }

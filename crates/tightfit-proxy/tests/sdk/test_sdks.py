@@ -34,6 +34,15 @@ def longest(file: str) -> dict:
     return max(records, key=lambda r: len(r["messages"]))
 
 
+def nth(file: str, line: int) -> dict:
+    """Record `line` (0-based) of a corpus file."""
+    with open(CORPUS / file, encoding="utf-8") as f:
+        for i, text in enumerate(f):
+            if i == line:
+                return json.loads(text)
+    raise AssertionError(f"{file} has no line {line}")
+
+
 def turns(messages: list[dict]) -> list[list[dict]]:
     """An agent loop's requests: one before each assistant message, holding all before it."""
     return [messages[:i] for i in range(1, len(messages)) if messages[i]["role"] == "assistant"]
@@ -129,14 +138,16 @@ def check_stable(name: str, forwarded: list[list[dict]]) -> None:
 
 
 def test_an_openai_agent_loop_is_fitted_valid_within_the_cap_and_keeps_its_cut(start_proxy):
-    """Every turn of a long real SWE-agent run through ``chat.completions``: the upstream gets
-    valid JSON whose tool calls keep their results, within the cap, cut rarely and stably; the
-    SDK gets the upstream's completion back to the byte."""
+    """300 turns of a real SWE-agent loop (mini-swe-agent's DeepSeek trajectories back to back,
+    250k tokens in all) through ``chat.completions``: the upstream gets valid JSON whose tool
+    calls keep their results, within the cap, cut rarely and stably; the SDK gets the
+    upstream's completion back to the byte."""
     proxy = start_proxy(cap=16_000)
     client = openai_client(proxy)
-    record = longest("data/agent_mini_swe_deepseek.jsonl")
+    record = nth("data/extreme_long.jsonl", 1)
+    assert record["id"] == "concat/mini-swe-deepseek/250k"
     forwarded, headers = [], []
-    for i, messages in enumerate(turns(record["messages"])):
+    for i, messages in enumerate(turns(record["messages"])[:300]):
         raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages)
         assert len(proxy.upstream.received) == i + 1, f"turn {i}: one request upstream per turn"
         body = proxy.upstream.last().json()
@@ -147,7 +158,7 @@ def test_an_openai_agent_loop_is_fitted_valid_within_the_cap_and_keeps_its_cut(s
         assert completion.choices[0].message.content == json.loads(sent)["choices"][0]["message"]["content"]
         forwarded.append(body["messages"])
         headers.append(raw.headers)
-    assert len(forwarded) > 100, "the longest record is a long run"
+    assert len(forwarded) == 300
     check_fitted("openai", proxy, forwarded, headers, openai_pairing_problems)
     check_stable("openai", forwarded)
 
@@ -186,11 +197,14 @@ def test_an_anthropic_agent_loop_keeps_every_tool_use_with_its_result(start_prox
 
 
 def test_thinking_blocks_reach_the_upstream_byte_identical(start_proxy):
-    """A tau2 airline run with signed thinking blocks, fitted under a cap: a thinking block is
-    only valid with its signature over its exact text, so every one forwarded must be one of
-    the input's, unchanged (compared as serialised JSON: same keys, order and values)."""
-    proxy = start_proxy(cap=6_000)
-    record = longest("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl")
+    """200 turns of tau2 airline runs by Claude 4.5 with signed thinking blocks (24 runs back
+    to back), fitted under a cap: a thinking block is only valid with its signature over its
+    exact text, so every one forwarded must be one of the input's, unchanged (compared as
+    serialised JSON: same keys, order and values)."""
+    # the newest turn alone (its tool turn's signed thinking kept whole) reaches 7k tokens
+    proxy = start_proxy(cap=12_000)
+    record = nth("data2/long_loop.jsonl", 3)
+    assert record["id"] == "concat/tau2-airline-claude45-thinking/anthropic-400"
     forwarded, headers = run_anthropic_loop(proxy, record)
     check_fitted("tau2 thinking", proxy, forwarded, headers, anthropic_pairing_problems)
     given = {json.dumps(b) for m in record["messages"] for b in blocks(m, "thinking")}
