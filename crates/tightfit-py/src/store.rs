@@ -40,9 +40,10 @@ impl PyMemoryStore {
 }
 
 /// Opens the store `spec` names: an SQLite file (made when missing; its directory must exist),
-/// or a Redis or PostgreSQL URL.
-fn open_store(spec: &str) -> Result<Arc<dyn Store>, Failure> {
-    Ok(StoreSpec::parse(spec)?.open()?)
+/// or a Redis or PostgreSQL URL; and whether other processes may write it.
+fn open_store(spec: &str) -> Result<(Arc<dyn Store>, bool), Failure> {
+    let spec = StoreSpec::parse(spec)?;
+    Ok((spec.open()?, spec.is_shared()))
 }
 
 /// The store the caller named: none (a store of the session's own), a `MemoryStore`, or a path.
@@ -82,7 +83,7 @@ pub(crate) fn store_arg_shared(
     };
     let spec = path.to_string_lossy().into_owned();
     // opening a file may wait for another process's lock; a server, for its answer
-    Ok((py.detach(|| guard(|| open_store(&spec)))?, true))
+    Ok(py.detach(|| guard(|| open_store(&spec)))?)
 }
 
 impl From<RecallError> for Failure {
