@@ -17,4 +17,5 @@ mod process;
 mod redis;
 
 pub use postgres::Postgres;
+pub use process::free_port;
 pub use redis::Redis;

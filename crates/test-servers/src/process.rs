@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 /// How long a server may take to accept connections.
 const STARTUP: Duration = Duration::from_secs(30);
 
-/// A port nobody listens on now. Another process may take it before the server binds it; the
-/// servers' `start` retries on a new port when that happens.
-pub(crate) fn free_port() -> u16 {
+/// A port of 127.0.0.1 nobody listens on now (for a server, or to show what connecting to no
+/// server gives). Another process may take it before the server binds it; the servers'
+/// `start` retries on a new port when that happens.
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("binding a port on 127.0.0.1");
     listener.local_addr().expect("the bound address").port()
 }

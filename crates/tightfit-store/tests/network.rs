@@ -9,6 +9,11 @@ use tightfit_store::{Store, StoreErrorKind, StoreSpec};
 
 use crate::{checkpoint, whole};
 
+/// The store at `url`, opened through its address as every face opens it.
+fn open(url: &str) -> Arc<dyn Store> {
+    StoreSpec::parse(url).unwrap().open().unwrap()
+}
+
 /// What every store must do: keep bytes whole under a key, replace, remove, and show two
 /// handles on one store (two replicas) each other's writes.
 fn keeps_bytes_whole(open: impl Fn() -> Arc<dyn Store>) {
@@ -59,10 +64,6 @@ mod redis {
     use tightfit_store::RedisStore;
     use tightfit_test_servers::Redis;
 
-    fn open(url: &str) -> Arc<dyn Store> {
-        StoreSpec::parse(url).unwrap().open().unwrap()
-    }
-
     #[test]
     fn keeps_bytes_whole_across_replicas() {
         let server = Redis::start();
@@ -106,7 +107,7 @@ mod redis {
     #[test]
     fn no_server_and_a_bad_url_are_clear_errors_without_the_password() {
         // a port nobody listens on
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = tightfit_test_servers::free_port();
         let err = RedisStore::open(&format!("redis://:hunter2@127.0.0.1:{port}/")).unwrap_err();
         assert_eq!(err.kind, StoreErrorKind::Unavailable, "{err}");
         assert!(!err.to_string().contains("hunter2"), "{err}");
@@ -129,10 +130,6 @@ mod postgres {
     use super::*;
     use tightfit_store::PostgresStore;
     use tightfit_test_servers::Postgres;
-
-    fn open(url: &str) -> Arc<dyn Store> {
-        StoreSpec::parse(url).unwrap().open().unwrap()
-    }
 
     #[test]
     fn keeps_bytes_whole_across_replicas_and_a_restart_loses_nothing() {
@@ -192,7 +189,7 @@ mod postgres {
 
     #[test]
     fn no_server_and_a_bad_url_are_clear_errors_without_the_password() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = tightfit_test_servers::free_port();
         let err = PostgresStore::open(&format!("postgres://app:hunter2@127.0.0.1:{port}/app")).unwrap_err();
         assert_eq!(err.kind, StoreErrorKind::Unavailable, "{err}");
         assert!(!err.to_string().contains("hunter2"), "{err}");
