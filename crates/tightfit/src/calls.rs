@@ -52,6 +52,42 @@ impl ResultAt {
             ResultAt::Message(i) | ResultAt::Block(i, _) => i,
         }
     }
+
+    /// The result's content in `message` (the message it is in): the message's parts, or the
+    /// block's; `None` when the block is not a result.
+    pub fn parts(self, message: &Message) -> Option<&[Part]> {
+        match self {
+            ResultAt::Message(_) => Some(&message.parts),
+            ResultAt::Block(_, p) => match message.parts.get(p) {
+                Some(Part::ToolResult(r)) => Some(&r.parts),
+                _ => None,
+            },
+        }
+    }
+
+    /// [`parts`](ResultAt::parts), to change.
+    pub fn parts_mut(self, message: &mut Message) -> Option<&mut Vec<Part>> {
+        match self {
+            ResultAt::Message(_) => Some(&mut message.parts),
+            ResultAt::Block(_, p) => match message.parts.get_mut(p) {
+                Some(Part::ToolResult(r)) => Some(&mut r.parts),
+                _ => None,
+            },
+        }
+    }
+
+    /// What a report calls the result: its call id, or the function's name for a legacy
+    /// `function` message.
+    pub fn label(self, message: &Message) -> &str {
+        match (self, message.role) {
+            (ResultAt::Block(_, p), _) => match message.parts.get(p) {
+                Some(Part::ToolResult(r)) => r.tool_use_id.as_str(),
+                _ => "",
+            },
+            (ResultAt::Message(_), Role::Function) => message.name.as_deref().unwrap_or_default(),
+            (ResultAt::Message(_), _) => message.tool_call_id.as_deref().unwrap_or_default(),
+        }
+    }
 }
 
 /// The calls `message` makes: (index of the part, key its results name it by, tool name).

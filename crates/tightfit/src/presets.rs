@@ -3,11 +3,16 @@
 //! | name | steps |
 //! | --- | --- |
 //! | `cache` (the default of a [`Session`](crate::session::Session)) | lossless steps first, then one [`Compact`] cut that keeps a fixed head and the newest units, with a trace between; truncation and `middle_out` as a last resort |
-//! | `middle-out` (the default of `fit`) | the ladder: lossless steps first, each only while over budget, ending in `middle_out` |
-//! | `minimal` | llmling's: drop thinking, drop retry prompts, tool outputs to 500 chars, last 5 pairs |
-//! | `balanced` | llmling's: drop thinking, tool outputs to 2,000 chars, texts to 5,000 chars, last 15 pairs |
-//! | `summarizing` | llmling's: drop thinking, tool outputs to 1,000 chars, summarize above 20 messages keeping 8 |
+//! | `middle-out` (the default of `fit`) | the ladder: lossless steps first, then clearing and cutting old tool results oldest first only until the history fits, ending in `middle_out` |
+//! | `minimal` | llmling's: drop thinking, drop retry prompts, tool outputs to 500 chars, last 5 pairs; then `middle_out` while still over budget |
+//! | `balanced` | llmling's: drop thinking, tool outputs to 2,000 chars, texts to 5,000 chars, last 15 pairs; then `middle_out` while still over budget |
+//! | `summarizing` | llmling's: drop thinking, tool outputs to 1,000 chars, summarize above 20 messages keeping 8; then `middle_out` while still over budget |
 //! | `swarms` | swarms' default: middle-out keeping system messages and the last 2 messages |
+//!
+//! Every preset keeps its promise: it fits the budget, or `fit` fails with `CannotFit` because
+//! what must be kept (system prompt, newest user turn, tools) is over it. llmling's presets
+//! are run as llmling runs them; a `middle_out` rung after them runs only when their fixed
+//! lengths and counts leave the history over the budget.
 
 use crate::pipeline::Pipeline;
 use crate::steps::{
@@ -20,11 +25,16 @@ pub const NAMES: &[&str] = &["cache", "middle-out", "minimal", "balanced", "summ
 
 /// The default ladder of `fit`, lossless steps first, each rung run only while the history
 /// is still over budget: drop_empty → dedupe → drop_thinking (not the current tool turn) →
-/// clear_tool_results (all but the last 3) → truncate_tool_results (2,000 chars, head and
-/// tail, the newest result left whole) → middle_out. Cut lengths are fixed, not derived from
-/// the remaining budget, so a history fitted again next turn keeps the same prefix.
+/// clear_tool_results (oldest first, never the last 3, only until the history fits) →
+/// truncate_tool_results (2,000 chars, head and tail, oldest first until it fits, the newest
+/// result left whole) → middle_out. Nothing goes that the budget does not need; cut lengths
+/// are fixed, not derived from the remaining budget, so a result cut once is cut the same way
+/// next turn.
 pub fn ladder() -> Pipeline {
-    over_budget_rungs(ClearToolResults::default(), MiddleOut::default())
+    over_budget_rungs(
+        ClearToolResults { until_fits: true, ..ClearToolResults::default() },
+        MiddleOut::default(),
+    )
 }
 
 /// The rungs the ladder and the `cache` preset share, each run only while still over budget:
@@ -42,6 +52,7 @@ fn over_budget_rungs(cut: impl Step + 'static, last_resort: MiddleOut) -> Pipeli
             TruncateToolResults {
                 keep: crate::text::KeepPart::HeadAndTail,
                 keep_last: 1,
+                until_fits: true,
                 ..TruncateToolResults::chars(2000)
             },
         )
@@ -76,16 +87,19 @@ pub fn by_name(name: &str) -> Result<Pipeline, ConfigError> {
             .step(DropThinking::default())
             .step(DropRetryPrompts::default())
             .step(TruncateToolResults::chars(500))
-            .step(KeepLast::pairs(5)),
+            .step(KeepLast::pairs(5))
+            .when(Condition::OverBudget, MiddleOut::default()),
         "balanced" => Pipeline::builder()
             .step(DropThinking::default())
             .step(TruncateToolResults::chars(2000))
             .step(TruncateText::chars(5000))
-            .step(KeepLast::pairs(15)),
+            .step(KeepLast::pairs(15))
+            .when(Condition::OverBudget, MiddleOut::default()),
         "summarizing" => Pipeline::builder()
             .step(DropThinking::default())
             .step(TruncateToolResults::chars(1000))
-            .step(Summarize { threshold: 20, keep_recent: 8, ..Summarize::default() }),
+            .step(Summarize { threshold: 20, keep_recent: 8, ..Summarize::default() })
+            .when(Condition::OverBudget, MiddleOut::default()),
         "swarms" => Pipeline::builder().step(MiddleOut { keep_first: 0, ..MiddleOut::default() }),
         other => {
             return Err(ConfigError::new(

@@ -8,6 +8,13 @@
 //! `exclude_tools`) has its content replaced by `placeholder`; with `clear_inputs` the call's
 //! arguments become `{}` too.
 //!
+//! With `until_fits` (the default ladder's setting) results are cleared oldest first, a
+//! message at a time, and clearing stops as soon as the history is within the call's budget:
+//! no more context goes than the budget needs. The text result that crosses the line, when
+//! cutting it would keep at least [`MIN_CUT_KEEPS`] tokens of it (one 250k-token log in a
+//! conversation 150k over a 128k budget), is not cleared but cut, head and tail, to the length
+//! that fits, and the report says so.
+//!
 //! Each OpenAI `tool` (or legacy `function`) message is one result, and so is each Anthropic
 //! `tool_result` block. A result is only cleared when it is bigger than `min_tokens` and than
 //! the placeholder itself (a placeholder never makes a result grow); a media part counts as
@@ -20,14 +27,20 @@
 use std::fmt::Write;
 use std::ops::Range;
 
+use super::shared::cut::{plan_cut, TRUNCATED_MARKER};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::calls::{result_keys, CallKeyRef, ResultAt};
 use crate::history::History;
 use crate::message::{Arguments, CallStyle, ContentForm, Part, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::text::{KeepPart, Length};
 use crate::tokens::TokenCounter;
 use crate::units::UnitKind;
+
+/// With `until_fits`, the result that crosses the line is cut rather than cleared when the cut
+/// keeps at least this many tokens of it.
+pub const MIN_CUT_KEEPS: usize = 200;
 
 /// The default placeholder.
 pub const CLEARED_RESULT: &str = "[tool result cleared to save context]";
@@ -53,6 +66,9 @@ pub struct ClearToolResults {
     pub min_tokens: usize,
     /// Also replace the arguments of a cleared result's call by `{}`. Defaults to false.
     pub clear_inputs: bool,
+    /// Clear oldest first and stop once the history is within the call's budget (which the
+    /// step then needs), instead of clearing every old result. Defaults to false.
+    pub until_fits: bool,
 }
 
 impl Default for ClearToolResults {
@@ -64,6 +80,7 @@ impl Default for ClearToolResults {
             placeholder: CLEARED_RESULT.to_string(),
             min_tokens: 0,
             clear_inputs: false,
+            until_fits: false,
         }
     }
 }
@@ -77,7 +94,8 @@ impl ClearToolResults {
 
 impl FromParams for ClearToolResults {
     /// Keys: `keep` (alias `keep_last`), `keep_units`, `exclude_tools` (alias `exclude`),
-    /// `placeholder`, `min_tokens`, `clear_inputs` (alias `clear_tool_inputs`).
+    /// `placeholder`, `min_tokens`, `clear_inputs` (alias `clear_tool_inputs`), `until_fits`
+    /// (alias `only_as_needed`).
     fn from_params(p: &mut Params) -> Result<ClearToolResults, ConfigError> {
         let mut step = ClearToolResults::default();
         if let Some(keep) = p.usize(&["keep", "keep_last"])? {
@@ -97,6 +115,9 @@ impl FromParams for ClearToolResults {
         }
         if let Some(clear) = p.bool(&["clear_inputs", "clear_tool_inputs"])? {
             step.clear_inputs = clear;
+        }
+        if let Some(until_fits) = p.bool(&["until_fits", "only_as_needed"])? {
+            step.until_fits = until_fits;
         }
         Ok(step)
     }
@@ -134,10 +155,28 @@ impl Step for ClearToolResults {
         Ok(())
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
+        let budget = match (self.until_fits, cx.budget) {
+            (false, _) => None,
+            (true, Some(budget)) => Some(budget),
+            (true, None) => {
+                return Err(StepError::new(
+                    self.name(),
+                    "`until_fits` needs a token budget: run it inside `fit` or a session",
+                ))
+            }
+        };
+        if budget.is_some_and(|b| history.total_tokens() <= b) {
+            return Ok(());
+        }
         let (edits, at, calls) = self.plan(history);
-        self.clear(history, edits, &at);
+        let (cleared, cut) = self.clear(history, edits, &at, budget);
         if self.clear_inputs {
+            let calls = calls
+                .into_iter()
+                .filter(|(site, _)| *site < cleared && !cut.contains(site))
+                .map(|(_, call)| call)
+                .collect();
             clear_inputs(history, calls);
         }
         Ok(())
@@ -147,11 +186,14 @@ impl Step for ClearToolResults {
 /// The call whose arguments a cleared result's call has: (message, part, key).
 type CallAt = (usize, usize, String);
 
+/// A call to clear the input of, after the index of its result among the cleared sites.
+type SiteCall = (usize, CallAt);
+
 impl ClearToolResults {
     /// What to clear, read from the history before it changes: one edit per message (for one
     /// line of the report each), where the cleared results are, and (with `clear_inputs`) the
     /// calls whose arguments go.
-    fn plan(&self, history: &History<'_>) -> (Vec<MessageClear>, Vec<ResultAt>, Vec<CallAt>) {
+    fn plan(&self, history: &History<'_>) -> (Vec<MessageClear>, Vec<ResultAt>, Vec<SiteCall>) {
         let sites = result_sites(history);
         let units = history.units().len();
         let first_kept_unit = self.keep_units.map_or(units, |n| units.saturating_sub(n));
@@ -162,7 +204,10 @@ impl ClearToolResults {
             .iter()
             .filter(|s| s.unit < first_kept_unit)
             .filter(|s| !s.call.is_some_and(|(name, _, _)| self.exclude_tools.iter().any(|t| t == name)))
-            .filter(|s| result_parts(history, s.at).is_some_and(|parts| exceeds(parts, threshold, counter)))
+            .filter(|s| {
+                s.at.parts(history.message(s.at.message()))
+                    .is_some_and(|parts| exceeds(parts, threshold, counter))
+            })
             .copied()
             .collect();
         let mut edits = Vec::new();
@@ -185,7 +230,10 @@ impl ClearToolResults {
         let calls = if self.clear_inputs {
             clear
                 .iter()
-                .filter_map(|s| s.call.map(|(_, message, part)| (message, part, s.key.as_str().to_string())))
+                .enumerate()
+                .filter_map(|(k, s)| {
+                    s.call.map(|(_, message, part)| (k, (message, part, s.key.as_str().to_string())))
+                })
                 .collect()
         } else {
             Vec::new()
@@ -194,10 +242,35 @@ impl ClearToolResults {
         (edits, at, calls)
     }
 
-    fn clear(&self, history: &mut History<'_>, edits: Vec<MessageClear>, at: &[ResultAt]) {
+    /// Clears the results of `edits` in order, a message at a time, stopping once the history
+    /// is within `budget` when there is one (where a result much bigger than what is left to
+    /// free is cut to fit instead). Returns how many of the sites in `at` it went through, and
+    /// which of them it cut rather than cleared.
+    fn clear(
+        &self,
+        history: &mut History<'_>,
+        edits: Vec<MessageClear>,
+        at: &[ResultAt],
+        budget: Option<usize>,
+    ) -> (usize, Vec<usize>) {
         let placeholder = &self.placeholder;
+        let mut cleared = 0;
+        let mut cut = Vec::new();
         for edit in edits {
+            let excess = match budget {
+                Some(b) if history.total_tokens() <= b => break,
+                Some(b) => Some(history.total_tokens() - b),
+                None => None,
+            };
+            let first = edit.sites.start;
+            cleared = edit.sites.end;
             let same = &at[edit.sites];
+            if let (Some(excess), [site]) = (excess, same) {
+                if cut_to_fit(history, *site, excess) {
+                    cut.push(first);
+                    continue;
+                }
+            }
             let detail = edit.detail;
             if let [ResultAt::Message(_)] = same {
                 // a whole tool message: no need to copy the text that goes
@@ -222,7 +295,47 @@ impl ClearToolResults {
                 }
             });
         }
+        (cleared, cut)
     }
+}
+
+/// Cuts the text result at `site` head and tail by `excess` tokens when it keeps at least
+/// [`MIN_CUT_KEEPS`] (clearing it would free more than the budget needs); returns whether it
+/// did. A result with media or other parts is left to be cleared. Cost: counting the result
+/// up to that size, and a cut by tokens when it is bigger.
+fn cut_to_fit(history: &mut History<'_>, site: ResultAt, excess: usize) -> bool {
+    let message = history.message(site.message());
+    let Some(parts) = site.parts(message) else { return false };
+    let counter = history.counter().text_counter();
+    let mut left = excess + MIN_CUT_KEEPS;
+    let mut big = false;
+    for part in parts {
+        let Part::Text(t) = part else { return false };
+        match counter.count_till_limit(&t.text, left) {
+            Some(n) => left -= n,
+            None => big = true,
+        }
+    }
+    if !big {
+        return false;
+    }
+    let tokens: usize =
+        parts.iter().map(|p| if let Part::Text(t) = p { counter.count(&t.text) } else { 0 }).sum();
+    let limit = Length::Tokens(tokens - excess);
+    let Some(plan) = plan_cut(parts, limit, KeepPart::HeadAndTail, TRUNCATED_MARKER, counter) else {
+        return false;
+    };
+    let detail = format!(
+        "tool result {:?} cut to fit the budget instead of cleared ({tokens} tokens, {excess} to free): {}",
+        site.label(message),
+        plan.detail
+    );
+    history.edit(site.message(), ChangeKind::Truncated, detail, |m| {
+        if let Some(parts) = site.parts_mut(m) {
+            plan.apply(parts);
+        }
+    });
+    true
 }
 
 /// Replaces the arguments of the calls of cleared results (`calls`: message, part, key) by
@@ -294,17 +407,6 @@ fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
     sites
 }
 
-/// The content of the result at `at`.
-fn result_parts<'h>(history: &'h History<'_>, at: ResultAt) -> Option<&'h [Part]> {
-    match at {
-        ResultAt::Message(i) => Some(&history.message(i).parts),
-        ResultAt::Block(i, p) => match &history.message(i).parts[p] {
-            Part::ToolResult(r) => Some(&r.parts),
-            _ => None,
-        },
-    }
-}
-
 /// Whether `parts` hold more than `threshold` tokens: their text counted (stopping at the
 /// threshold), any other part counting as more.
 fn exceeds(parts: &[Part], threshold: usize, counter: &dyn TokenCounter) -> bool {
@@ -327,7 +429,10 @@ mod tests {
     use crate::format::Format;
     use crate::message::Message;
     use crate::steps::test_support::anthropic_cx;
-    use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
+    use crate::steps::test_support::{
+        anthropic, assert_valid, counter, openai, run, run_in, texts, total_tokens,
+    };
+    use crate::tokens::CountCache;
     use crate::validate::validate;
 
     fn long(word: &str) -> String {
@@ -372,6 +477,65 @@ mod tests {
         assert_eq!(again, out);
         let cx = StepContext::new(Format::OpenAi).with_budget(10);
         assert_eq!(run_in(&ClearToolResults::keeping(2), &input, cx), out);
+    }
+
+    #[test]
+    fn until_fits_clears_oldest_first_only_what_the_budget_needs() {
+        let input = loop_history(5);
+        let step = ClearToolResults { until_fits: true, ..ClearToolResults::keeping(1) };
+        // the budgets that clearing the oldest k results meets exactly
+        for k in 0..=4 {
+            let needed = total_tokens(&run(&ClearToolResults::keeping(5 - k), &input));
+            let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(needed));
+            let results = tool_texts(&out);
+            let cleared = results.iter().filter(|r| *r == CLEARED_RESULT).count();
+            assert_eq!(cleared, k, "budget {needed}");
+            assert!(results[..k].iter().all(|r| r == CLEARED_RESULT), "the oldest go first");
+            assert_eq!(total_tokens(&out), needed);
+            assert_valid(&out);
+        }
+        // a budget nothing meets: every result but the kept one, as without `until_fits`
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(10));
+        assert_eq!(out, run(&ClearToolResults::keeping(1), &input));
+        // with its inputs: only the cleared results' calls lose their arguments
+        let step = ClearToolResults { clear_inputs: true, ..step };
+        let needed = total_tokens(&run(&ClearToolResults::keeping(3), &input));
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(needed));
+        let args: Vec<String> =
+            out.iter().flat_map(|m| m.tool_calls()).map(|c| c.arguments.to_json_string()).collect();
+        assert_eq!(args[..3], ["{}".to_string(), "{}".to_string(), r#"{"path": "f2"}"#.to_string()]);
+    }
+
+    #[test]
+    fn until_fits_cuts_a_result_far_bigger_than_what_must_go() {
+        // the oldest result is a long log; the budget needs a tenth of it gone
+        let mut input = loop_history(3);
+        let log: String = (0..2000).map(|i| format!("line {i} ok\n")).collect();
+        input[2].parts = vec![Part::Text(TextPart::new(log.as_str()))];
+        let before = total_tokens(&input);
+        let budget = before - 600;
+        let step = ClearToolResults { until_fits: true, ..ClearToolResults::keeping(1) };
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(budget));
+        let after = total_tokens(&out);
+        assert!(after <= budget && after + 50 > budget, "{after} tokens for a budget of {budget}");
+        let kept = out[2].text_content();
+        assert!(kept.starts_with("line 0 ok\n") && kept.ends_with("line 1999 ok\n"), "head and tail stay");
+        assert!(kept.contains(crate::steps::TRUNCATED_MARKER));
+        assert_eq!(tool_texts(&out)[1..], tool_texts(&input)[1..], "nothing else goes");
+        // a result that would keep less than MIN_CUT_KEEPS tokens is cleared whole, as before
+        let log_tokens = before - total_tokens(&run(&ClearToolResults::keeping(2), &input));
+        let budget = before - (log_tokens - MIN_CUT_KEEPS + 20);
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(budget));
+        assert_eq!(out[2].text_content(), CLEARED_RESULT);
+    }
+
+    #[test]
+    fn until_fits_needs_a_budget() {
+        let step = ClearToolResults { until_fits: true, ..ClearToolResults::default() };
+        let input = loop_history(2);
+        let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        let err = step.apply(&mut history, &StepContext::new(Format::OpenAi)).unwrap_err();
+        assert!(err.reason.contains("budget"), "{err}");
     }
 
     #[test]
@@ -462,6 +626,7 @@ mod tests {
                 placeholder: "[gone]".into(),
                 min_tokens: 50,
                 clear_inputs: true,
+                until_fits: false,
             }
         );
     }

@@ -53,7 +53,7 @@ mod truncate_text;
 mod truncate_tool_results;
 mod when;
 
-pub use clear_tool_results::ClearToolResults;
+pub use clear_tool_results::{ClearToolResults, MIN_CUT_KEEPS};
 pub use compact::Compact;
 pub use compress_text::{CompressText, CompressTo, Compressed, Scorer, SelfInformation};
 pub use content_name::{ContentName, NamePosition};

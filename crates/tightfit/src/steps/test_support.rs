@@ -59,6 +59,11 @@ pub fn run_in(step: &dyn Step, input: &[Message], cx: StepContext) -> Vec<Messag
     messages.into_iter().map(|m| m.into_owned()).collect()
 }
 
+/// The tokens `messages` hold as a request (OpenAI rules, no tools), as the steps see them.
+pub fn total_tokens(messages: &[Message]) -> usize {
+    History::new(messages, None, &counter(), CountCache::new(), Format::OpenAi).total_tokens()
+}
+
 /// `role: text` of each message.
 pub fn texts(messages: &[Message]) -> Vec<String> {
     messages

@@ -12,14 +12,17 @@
 //!
 //! The cut length depends only on the configuration and the result, never on how far the
 //! history is over its budget, so the same result is cut the same way on every call and the
-//! provider's prompt cache stays warm. Calls and results are never removed, so the history
+//! provider's prompt cache stays warm. With `until_fits` (the default ladder's setting) only
+//! as many results are cut as the budget needs: oldest first, a message at a time, stopping
+//! once the history is within the call's budget. Calls and results are never removed, so the history
 //! stays valid. Cost: O(length of the results' text) for character limits; for token limits
 //! a tokenization of each result, and a binary search over the ones that are cut.
 
 use super::shared::cut::{check_limit, plan_cut, read_keep_part, read_length, TextCut, TRUNCATED_MARKER};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::calls::ResultAt;
 use crate::history::History;
-use crate::message::{Message, Part, Role};
+use crate::message::{Part, Role};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
@@ -44,6 +47,9 @@ pub struct TruncateToolResults {
     pub keep_last: usize,
     /// Tools whose results are never cut. Defaults to none.
     pub exclude_tools: Vec<String>,
+    /// Cut oldest first and stop once the history is within the call's budget (which the
+    /// step then needs), instead of cutting every long result. Defaults to false.
+    pub until_fits: bool,
 }
 
 impl Default for TruncateToolResults {
@@ -54,6 +60,7 @@ impl Default for TruncateToolResults {
             marker: TRUNCATED_MARKER.to_string(),
             keep_last: 0,
             exclude_tools: Vec::new(),
+            until_fits: false,
         }
     }
 }
@@ -72,12 +79,9 @@ impl TruncateToolResults {
 
 /// One tool result of a history: the message it is in, and the block within the message
 /// for an Anthropic `tool_result` (`None`: the whole message is the result). Borrowed from the
-/// history: with 80,000 results, owning the labels cost two allocations per result.
+/// history: with 80,000 results, owning the tool names cost an allocation per result.
 struct ResultRef<'h> {
-    message: usize,
-    block: Option<usize>,
-    /// The call id (or the function's name for a legacy `function` message), for the report.
-    label: &'h str,
+    at: ResultAt,
     tool: Option<&'h str>,
 }
 
@@ -99,18 +103,17 @@ fn tool_results<'h>(history: &'h History<'_>) -> Vec<ResultRef<'h>> {
             Role::Tool => {
                 let id = m.tool_call_id.as_deref().unwrap_or_default();
                 let tool = name_of(id).or(m.name.as_deref());
-                results.push(ResultRef { message: i, block: None, label: id, tool });
+                results.push(ResultRef { at: ResultAt::Message(i), tool });
             }
             Role::Function => {
                 let name = m.name.as_deref().unwrap_or_default();
-                results.push(ResultRef { message: i, block: None, label: name, tool: Some(name) });
+                results.push(ResultRef { at: ResultAt::Message(i), tool: Some(name) });
             }
             _ => {
                 for (j, part) in m.parts.iter().enumerate() {
                     if let Part::ToolResult(r) = part {
-                        let label = r.tool_use_id.as_str();
-                        let tool = name_of(label);
-                        results.push(ResultRef { message: i, block: Some(j), label, tool });
+                        let tool = name_of(r.tool_use_id.as_str());
+                        results.push(ResultRef { at: ResultAt::Block(i, j), tool });
                     }
                 }
             }
@@ -121,27 +124,9 @@ fn tool_results<'h>(history: &'h History<'_>) -> Vec<ResultRef<'h>> {
 
 /// The planned cut of one result, with its line of the report.
 struct ResultCut {
-    block: Option<usize>,
+    at: ResultAt,
     cut: TextCut,
     line: String,
-}
-
-/// The parts of a result: the message's, or the block's.
-fn result_parts(message: &Message, block: Option<usize>) -> &[Part] {
-    match block.map(|j| &message.parts[j]) {
-        Some(Part::ToolResult(r)) => &r.parts,
-        _ => &message.parts,
-    }
-}
-
-fn result_parts_mut(message: &mut Message, block: Option<usize>) -> &mut Vec<Part> {
-    match block {
-        Some(j) => match &mut message.parts[j] {
-            Part::ToolResult(r) => &mut r.parts,
-            _ => unreachable!("a result block stays a result block"),
-        },
-        None => &mut message.parts,
-    }
 }
 
 impl Step for TruncateToolResults {
@@ -153,34 +138,59 @@ impl Step for TruncateToolResults {
         check_limit(self.limit, &self.marker, "max_length")
     }
 
-    fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
-        let results = tool_results(history);
-        let cuttable = results.len().saturating_sub(self.keep_last);
-        // per message: the cuts of its results, in order
-        let mut cuts: Vec<(usize, Vec<ResultCut>)> = Vec::new();
-        for r in &results[..cuttable] {
-            if r.tool.is_some_and(|t| self.exclude_tools.iter().any(|e| e == t)) {
-                continue;
+    fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
+        let budget = match (self.until_fits, cx.budget) {
+            (false, _) => None,
+            (true, Some(budget)) => Some(budget),
+            (true, None) => {
+                return Err(StepError::new(
+                    self.name(),
+                    "`until_fits` needs a token budget: run it inside `fit` or a session",
+                ))
             }
-            let parts = result_parts(history.message(r.message), r.block);
-            let counter = history.counter().text_counter();
-            let Some(c) = plan_cut(parts, self.limit, self.keep, &self.marker, counter) else {
-                continue;
-            };
-            let line = format!("tool result {:?}: {}", r.label, c.detail);
-            let one = ResultCut { block: r.block, cut: c, line };
-            match cuts.last_mut() {
-                Some((i, list)) if *i == r.message => list.push(one),
-                _ => cuts.push((r.message, vec![one])),
-            }
+        };
+        let fits = |history: &History<'_>| budget.is_some_and(|b| history.total_tokens() <= b);
+        if fits(history) {
+            return Ok(());
         }
-        for (i, list) in cuts {
+        // the results to cut, worked out before the first cut, which moves
+        // nothing; the excluded tools' left out
+        let all = tool_results(history);
+        let cuttable = all.len().saturating_sub(self.keep_last);
+        let results: Vec<ResultAt> = all[..cuttable]
+            .iter()
+            .filter(|r| !r.tool.is_some_and(|t| self.exclude_tools.iter().any(|e| e == t)))
+            .map(|r| r.at)
+            .collect();
+        let mut next = 0;
+        while next < results.len() {
+            let message = results[next].message();
+            let same = results[next..].iter().take_while(|r| r.message() == message).count();
+            let mut list = Vec::new();
+            for &at in &results[next..next + same] {
+                let m = history.message(message);
+                let counter = history.counter().text_counter();
+                let Some(parts) = at.parts(m) else { continue };
+                if let Some(c) = plan_cut(parts, self.limit, self.keep, &self.marker, counter) {
+                    let line = format!("tool result {:?}: {}", at.label(m), c.detail);
+                    list.push(ResultCut { at, cut: c, line });
+                }
+            }
+            next += same;
+            if list.is_empty() {
+                continue;
+            }
             let detail = list.iter().map(|c| c.line.as_str()).collect::<Vec<_>>().join("; ");
-            history.edit(i, ChangeKind::Truncated, detail, |m| {
+            history.edit(message, ChangeKind::Truncated, detail, |m| {
                 for c in &list {
-                    c.cut.apply(result_parts_mut(m, c.block));
+                    if let Some(parts) = c.at.parts_mut(m) {
+                        c.cut.apply(parts);
+                    }
                 }
             });
+            if fits(history) {
+                break;
+            }
         }
         Ok(())
     }
@@ -189,7 +199,7 @@ impl Step for TruncateToolResults {
 impl FromParams for TruncateToolResults {
     /// Keys: `max_length` (alias `max_chars`) for a limit in characters or `max_tokens` for
     /// one in tokens, `keep` (`head`, `tail`, `head_and_tail`), `marker` (alias `suffix`),
-    /// `keep_last`, `exclude_tools`.
+    /// `keep_last`, `exclude_tools`, `until_fits` (alias `only_as_needed`).
     fn from_params(p: &mut Params) -> Result<TruncateToolResults, ConfigError> {
         let mut step = TruncateToolResults::default();
         step.limit = read_length(p, &["max_length", "max_chars"], &["max_tokens"], step.limit)?;
@@ -205,6 +215,9 @@ impl FromParams for TruncateToolResults {
         if let Some(tools) = p.strings(&["exclude_tools"])? {
             step.exclude_tools = tools;
         }
+        if let Some(until_fits) = p.bool(&["until_fits", "only_as_needed"])? {
+            step.until_fits = until_fits;
+        }
         Ok(step)
     }
 }
@@ -213,8 +226,9 @@ impl FromParams for TruncateToolResults {
 mod tests {
     use super::*;
     use crate::format::Format;
+    use crate::message::Message;
     use crate::steps::test_support::anthropic_cx;
-    use crate::steps::test_support::{anthropic, assert_valid, counter, openai, run, run_in};
+    use crate::steps::test_support::{anthropic, assert_valid, counter, openai, run, run_in, total_tokens};
     use crate::tokens::CountCache;
     use crate::validate::validate;
     use serde_json::json;
@@ -247,6 +261,41 @@ mod tests {
         assert_eq!(out[5], input[5], "user text is not a tool result");
         assert_eq!(out[3].tool_call_id.as_deref(), Some("b"));
         assert_valid(&out);
+    }
+
+    /// A user turn, then `n` steps each reading a long file, then a user turn.
+    fn reads(n: usize) -> Vec<Message> {
+        let mut messages = vec![json!({"role": "user", "content": "go"})];
+        for i in 0..n {
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("r{i}"), "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": format!("r{i}"), "content": (0..60).map(|k| k.to_string()).collect::<Vec<_>>().join(" ")}));
+        }
+        messages.push(json!({"role": "user", "content": "next"}));
+        openai(&serde_json::Value::Array(messages).to_string())
+    }
+
+    #[test]
+    fn until_fits_cuts_oldest_first_only_what_the_budget_needs() {
+        let input = reads(4);
+        let step = TruncateToolResults { until_fits: true, ..marked(10) };
+        for k in 0..=4 {
+            let needed = total_tokens(&run(&TruncateToolResults { keep_last: 4 - k, ..marked(10) }, &input));
+            let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(needed));
+            let cut: Vec<bool> = out
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .map(|m| m.text_content().ends_with("[cut]"))
+                .collect();
+            assert_eq!(cut, (0..4).map(|i| i < k).collect::<Vec<_>>(), "budget {needed}");
+            assert_eq!(total_tokens(&out), needed);
+        }
+        // the cut length never depends on the budget: a budget nothing meets cuts them all alike
+        let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(1));
+        assert_eq!(out, run(&marked(10), &input));
+        let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        let err = step.apply(&mut history, &StepContext::new(Format::OpenAi)).unwrap_err();
+        assert!(err.reason.contains("budget"), "{err}");
     }
 
     #[test]
@@ -472,6 +521,7 @@ mod tests {
                 marker: "…".into(),
                 keep_last: 2,
                 exclude_tools: vec!["read".into()],
+                until_fits: false,
             }
         );
         p.finish().unwrap();
