@@ -8,7 +8,10 @@
 //!
 //! Steps change the history only through its methods, so the record is always complete:
 //! [`edit`](History::edit), [`remove`](History::remove), [`retain`](History::retain),
-//! [`drop_units`](History::drop_units) and [`insert`](History::insert).
+//! [`drop_units`](History::drop_units) and [`insert`](History::insert). Those methods also keep
+//! the references a step wrote (`dedupe`'s) true: see [`references`].
+
+pub(crate) mod references;
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -20,6 +23,7 @@ pub use crate::record::Origin;
 use crate::record::{Change, ChangeKind, Dropped, Meta};
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, Unit, UnitKind};
+use references::{holds, Reference};
 
 /// A history being fitted: messages, their tokens, and the record of every change.
 #[derive(Debug)]
@@ -44,6 +48,10 @@ pub struct History<'a> {
     /// The input's fingerprint for the plan, from the message fingerprints counting gave.
     input_fingerprint: String,
     revision: u64,
+    /// The references steps wrote, in the order they were written (message order).
+    references: Vec<Reference>,
+    /// The input indices of the messages holding an original some reference points at.
+    reference_targets: foldhash::HashSet<usize>,
 }
 
 impl<'a> History<'a> {
@@ -102,6 +110,8 @@ impl<'a> History<'a> {
             input_units: None,
             input_fingerprint: input_fingerprint(fingerprints.into_iter()),
             revision: 0,
+            references: Vec::new(),
+            reference_targets: Default::default(),
         }
     }
 
@@ -296,8 +306,21 @@ impl<'a> History<'a> {
         detail: impl Into<String>,
         edit: impl FnOnce(&mut Message),
     ) -> isize {
+        let saved = self.edit_unmended(index, kind, detail.into(), edit);
+        self.mend_edited(index);
+        saved
+    }
+
+    /// [`edit`](History::edit) without checking the references to the message.
+    fn edit_unmended(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: String,
+        edit: impl FnOnce(&mut Message),
+    ) -> isize {
         edit(self.messages[index].to_mut());
-        let saved = self.recount(index, kind, detail.into());
+        let saved = self.recount(index, kind, detail);
         self.changed();
         saved
     }
@@ -349,6 +372,7 @@ impl<'a> History<'a> {
         } else {
             self.changed();
         }
+        self.mend_edited(index);
         saved
     }
 
@@ -374,6 +398,7 @@ impl<'a> History<'a> {
         self.message_tokens -= meta.tokens;
         if let Origin::Input(input) = meta.origin {
             self.dropped.push((input, Arc::clone(&self.step), Arc::from(reason)));
+            self.mend(&[input]);
         }
         self.changed();
     }
@@ -404,6 +429,7 @@ impl<'a> History<'a> {
         let reason: Arc<str> = Arc::from(reason);
         let messages = std::mem::take(&mut self.messages);
         let meta = std::mem::take(&mut self.meta);
+        let first_dropped = self.dropped.len();
         for ((message, meta), keep) in messages.into_iter().zip(meta).zip(keep) {
             if *keep {
                 self.messages.push(message);
@@ -416,7 +442,93 @@ impl<'a> History<'a> {
             }
         }
         self.changed();
+        if !self.reference_targets.is_empty() {
+            let gone: Vec<usize> = self.dropped[first_dropped..].iter().map(|d| d.0).collect();
+            self.mend(&gone);
+        }
         dropped
+    }
+
+    /// Records a reference a step wrote into a message, so that it is kept true.
+    pub(crate) fn refer(&mut self, reference: Reference) {
+        self.reference_targets.insert(reference.target);
+        self.references.push(reference);
+    }
+
+    /// Checks the references to the message at `index` after it changed.
+    fn mend_edited(&mut self, index: usize) {
+        if self.reference_targets.is_empty() {
+            return;
+        }
+        if let Origin::Input(input) = self.meta[index].origin {
+            self.mend(&[input]);
+        }
+    }
+
+    /// Keeps the references to the input messages `touched` (changed or removed) true: for
+    /// each original one of them held and holds no more, the first message still holding a
+    /// reference to it gets the original back, and the others are pointed at that one.
+    fn mend(&mut self, touched: &[usize]) {
+        let mut lost: Vec<(usize, references::Holds)> = Vec::new();
+        for r in &self.references {
+            if touched.contains(&r.target) && !lost.contains(&(r.target, r.holds)) {
+                lost.push((r.target, r.holds));
+            }
+        }
+        if lost.is_empty() {
+            return;
+        }
+        let position: foldhash::HashMap<usize, usize> = self
+            .meta
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| match m.origin {
+                Origin::Input(input) => Some((input, i)),
+                Origin::Inserted => None,
+            })
+            .collect();
+        for (target, original) in lost {
+            if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
+                continue;
+            }
+            // the references to the lost original still written where they were, in order
+            let mut live: Vec<usize> = Vec::new();
+            let mut dead: Vec<usize> = Vec::new();
+            for (i, r) in self.references.iter().enumerate() {
+                if r.target != target || r.holds != original {
+                    continue;
+                }
+                match position.get(&r.referrer) {
+                    Some(&m) if r.still_written_in(&self.messages[m]) => live.push(i),
+                    _ => dead.push(i),
+                }
+            }
+            if let Some((&first, rest)) = live.split_first() {
+                let restored = self.references[first].clone();
+                let at = position[&restored.referrer];
+                let detail = format!(
+                    "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
+                    restored.written, self.step
+                );
+                self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None));
+                let text = restored.render_to(&self.messages[at]);
+                for &i in rest {
+                    let reference = &mut self.references[i];
+                    let m = position[&reference.referrer];
+                    let detail = format!("its reference now points at the restored copy: \"{text}\"");
+                    let old = std::mem::replace(&mut reference.written, text.clone());
+                    reference.target = restored.referrer;
+                    let again = Reference { written: old, ..reference.clone() };
+                    self.edit_unmended(m, ChangeKind::Replaced, detail, |m| again.rewrite(m, Some(&text)));
+                }
+                dead.push(first);
+            }
+            dead.sort_unstable();
+            for i in dead.into_iter().rev() {
+                self.references.remove(i);
+            }
+        }
+        self.reference_targets = self.references.iter().map(|r| r.target).collect();
     }
 
     /// Inserts a message written by the running step at `index` (a placeholder, a synthetic

@@ -547,6 +547,60 @@ fn a_blank_prefill_that_stops_being_final_goes() {
     assert!(fitted.messages.iter().any(|m| m.text_content().contains("omitted]")), "the placeholder is sent");
 }
 
+/// The case: eight read calls whose results 3 to 7 are the same output.
+fn repeated_results() -> Conversation {
+    let distinct = |i: usize| (0..120).map(|k| format!("file{i}_{k}")).collect::<Vec<_>>().join(" ");
+    let same = (0..120).map(|k| format!("status{k}")).collect::<Vec<_>>().join(" ");
+    let mut messages = vec![json!({"role": "user", "content": "check the status until it changes"})];
+    for i in 0..8 {
+        let id = format!("call_{i}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "read", "arguments": "{}"}}]}));
+        let content = if (3..8).contains(&i) { same.clone() } else { distinct(i) };
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+    }
+    conversation(json!({"messages": messages}))
+}
+
+#[test]
+fn a_reference_never_outlives_what_it_points_at() {
+    let input = repeated_results();
+    let same = input.messages[8].text_content();
+    // what the lossless dedupe leaves: a budget above it needs nothing more
+    let dedupe = Pipeline::builder().step(tightfit::steps::Dedupe::default()).build().unwrap();
+    let deduped = fit(&input, &Target::budget(100_000, counter()), Some(&dedupe))
+        .unwrap()
+        .report
+        .compressed_token_count;
+    for budget in (400..3_000).step_by(100) {
+        let fitted = fit(&input, &Target::budget(budget, counter()), None).unwrap();
+        let results: Vec<(String, String)> = fitted
+            .messages
+            .iter()
+            .filter_map(|m| Some((m.tool_call_id.clone()?, m.text_content())))
+            .collect();
+        for (id, text) in &results {
+            let Some(rest) = text.strip_prefix("[identical to the result of tool call ") else { continue };
+            let target = rest.trim_end_matches(" above]");
+            let held = results.iter().find(|(i, _)| i == target).map(|(_, t)| t.as_str());
+            assert_eq!(
+                held,
+                Some(same.as_str()),
+                "at {budget}, {id} points at {target}, which holds {held:?}"
+            );
+        }
+        // the newest output is there, as itself or through a reference that holds
+        let newest = &results.last().unwrap().1;
+        assert!(newest == &same || newest.starts_with("[identical"), "at {budget}: {newest}");
+        assert!(results.iter().any(|(_, t)| t == &same), "at {budget} the repeated output is gone");
+        assert!(
+            fitted.report.compressed_token_count * 10 >= budget.min(deduped) * 7,
+            "at {budget} only {} tokens kept",
+            fitted.report.compressed_token_count
+        );
+    }
+}
+
 #[test]
 fn the_report_says_which_input_messages_each_step_removed_and_changed() {
     use std::collections::BTreeSet;

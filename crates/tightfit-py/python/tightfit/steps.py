@@ -192,7 +192,11 @@ class DropEmpty(Step):
 
 
 class ClearToolResults(Step):
-    """Replace old tool results by a placeholder, keeping the calls (all but the last ``keep``)."""
+    """Replace old tool results by a placeholder, keeping the calls (all but the last ``keep``).
+
+    With ``until_fits=True`` (the default ladder's setting) results are cleared oldest first
+    only until the history fits the call's budget.
+    """
 
     type = "clear_tool_results"
 
@@ -205,6 +209,7 @@ class ClearToolResults(Step):
         placeholder: str | None = None,
         min_tokens: int | None = None,
         clear_inputs: bool | None = None,
+        until_fits: bool | None = None,
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -214,6 +219,7 @@ class ClearToolResults(Step):
             placeholder=placeholder,
             min_tokens=min_tokens,
             clear_inputs=clear_inputs,
+            until_fits=until_fits,
             when=when,
         )
 
@@ -244,7 +250,11 @@ class Dedupe(Step):
 
 
 class TruncateToolResults(Step):
-    """Cut long tool outputs to ``max_length`` characters or ``max_tokens`` tokens."""
+    """Cut long tool outputs to ``max_length`` characters or ``max_tokens`` tokens.
+
+    With ``until_fits=True`` (the default ladder's setting) results are cut oldest first only
+    until the history fits the call's budget.
+    """
 
     type = "truncate_tool_results"
 
@@ -257,6 +267,7 @@ class TruncateToolResults(Step):
         marker: str | None = None,
         keep_last: int | None = None,
         exclude_tools: str | Sequence[str] | None = None,
+        until_fits: bool | None = None,
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
@@ -266,6 +277,7 @@ class TruncateToolResults(Step):
             marker=marker,
             keep_last=keep_last,
             exclude_tools=_list(exclude_tools),
+            until_fits=until_fits,
             when=when,
         )
 

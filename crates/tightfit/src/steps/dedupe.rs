@@ -16,17 +16,18 @@
 //! content is replaced, every result stays where it is. Protected messages (system, newest
 //! user turn) are never changed, though their content counts as a first occurrence. Cost:
 //! O(bytes) to hash, plus counting the text of repeated results.
+//!
+//! Each reference is recorded in the history, which keeps it true: when a later step clears,
+//! cuts or drops the first occurrence, the first repeat still holding a reference gets the
+//! content back and the other references point at it (see `history::references`).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::Hash;
-
-use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
-use crate::history::{History, Keep};
+use crate::history::references::{joined_text, media_hash, message_place, text_hash, Holds, Reference, Site};
+use crate::history::{History, Keep, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
@@ -38,9 +39,6 @@ pub const IDENTICAL_RESULT: &str = "[identical to the result of tool call {id} a
 /// The default reference to an earlier identical media part; `{kind}` is `image`, `audio`,
 /// `file` or `document`, `{at}` says where the first one is.
 pub const IDENTICAL_MEDIA: &str = "[{kind} identical to the one in {at} above]";
-
-/// How many words of a message a media reference quotes to say which message it means.
-const QUOTED_WORDS: usize = 8;
 
 /// `dedupe` in configuration.
 pub(crate) const KIND: StepKind = StepKind::of::<Dedupe>("dedupe", &["deduplicate"]);
@@ -110,29 +108,37 @@ impl Step for Dedupe {
         let protected = protected_messages(history, self.keep);
         let mut seen = Seen::default();
         for (i, protected) in protected.into_iter().enumerate() {
-            let plan = self.plan_message(history.message(i), &mut seen, history.counter().text_counter());
+            let Origin::Input(input) = history.origin(i) else { continue };
+            let plan =
+                self.plan_message(history.message(i), input, &mut seen, history.counter().text_counter());
             if protected || plan.is_empty() {
                 continue;
             }
+            let references: Vec<Reference> =
+                plan.iter().map(|r| r.reference(input, history.message(i))).collect();
             let detail = plan.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
             if let [Replacement { target: Target::Content, .. }] = plan.as_slice() {
                 // a whole tool message: no need to copy the text that goes
                 let text = plan.into_iter().next().map(|r| r.text).unwrap_or_default();
                 let parts = vec![Part::Text(TextPart::new(text))];
                 history.replace_parts(i, ChangeKind::Replaced, detail, parts, ContentForm::Text);
-                continue;
+            } else {
+                history.edit(i, ChangeKind::Replaced, detail, |m| apply_plan(m, plan));
             }
-            history.edit(i, ChangeKind::Replaced, detail, |m| apply_plan(m, plan));
+            for reference in references {
+                history.refer(reference);
+            }
         }
         Ok(())
     }
 }
 
-/// First occurrences so far: result text hash → call id, media hash → where it is.
+/// First occurrences so far: result text hash → call id, media hash → where it is (the
+/// place for people, and the input index of its message).
 #[derive(Debug, Default)]
 struct Seen {
     results: HashMap<u128, FirstResult>,
-    media: HashMap<u128, String>,
+    media: HashMap<u128, (String, usize)>,
 }
 
 /// Where in a message a replacement goes.
@@ -142,6 +148,8 @@ struct Seen {
 struct FirstResult {
     id: String,
     big_enough: Option<bool>,
+    /// The input index of its message.
+    message: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +167,57 @@ struct Replacement {
     target: Target,
     text: String,
     detail: String,
+    /// The input index of the message with the first occurrence, and what it holds.
+    first: (usize, Holds),
+    /// How the reference is written (a template and, for media, the kind).
+    template: (String, Option<&'static str>),
+}
+
+impl Replacement {
+    /// The reference this replacement writes into `message` (input index `input`), for the
+    /// history to keep true: made before the message changes, holding what it replaces.
+    fn reference(&self, input: usize, message: &Message) -> Reference {
+        let result_key = |block: Option<usize>| match block {
+            Some(b) => match message.parts.get(b) {
+                Some(Part::ToolResult(r)) => Some(r.tool_use_id.clone()),
+                _ => None,
+            },
+            None => message.tool_call_id.clone().or_else(|| message.name.clone()),
+        };
+        let (site, original) = match (self.target, &self.template) {
+            (Target::Content, (template, _)) => (
+                Site::Result { key: result_key(None).unwrap_or_default(), template: template.clone() },
+                message.parts.clone(),
+            ),
+            (Target::Block(b), (template, _)) => (
+                Site::Result { key: result_key(Some(b)).unwrap_or_default(), template: template.clone() },
+                match message.parts.get(b) {
+                    Some(Part::ToolResult(r)) => r.parts.clone(),
+                    _ => Vec::new(),
+                },
+            ),
+            (Target::Part(block, p), (template, kind)) => {
+                let scope = block.and_then(|b| result_key(Some(b)));
+                let part = match block {
+                    Some(b) => match message.parts.get(b) {
+                        Some(Part::ToolResult(r)) => r.parts.get(p).cloned(),
+                        _ => None,
+                    },
+                    None => message.parts.get(p).cloned(),
+                };
+                let site = Site::Media { scope, template: template.clone(), kind: kind.unwrap_or("file") };
+                (site, part.into_iter().collect())
+            }
+        };
+        Reference {
+            referrer: input,
+            site,
+            written: self.text.clone(),
+            original,
+            target: self.first.0,
+            holds: self.first.1,
+        }
+    }
 }
 
 impl Dedupe {
@@ -167,13 +226,14 @@ impl Dedupe {
     fn plan_message(
         &self,
         message: &Message,
+        input: usize,
         seen: &mut Seen,
         counter: &dyn TokenCounter,
     ) -> Vec<Replacement> {
         let mut plan = Vec::new();
         if matches!(message.role, Role::Tool | Role::Function) {
             let id = message.tool_call_id.clone().or_else(|| message.name.clone()).unwrap_or_default();
-            self.plan_result(&message.parts, &id, None, seen, counter, &mut plan);
+            self.plan_result(&message.parts, &id, None, input, seen, counter, &mut plan);
             return plan;
         }
         // named only when a first media part needs it: naming copies the message's text
@@ -181,36 +241,37 @@ impl Dedupe {
         for (p, part) in message.parts.iter().enumerate() {
             match part {
                 Part::ToolResult(r) => {
-                    self.plan_result(&r.parts, &r.tool_use_id, Some(p), seen, counter, &mut plan)
+                    self.plan_result(&r.parts, &r.tool_use_id, Some(p), input, seen, counter, &mut plan)
                 }
-                part => self.plan_media(part, Target::Part(None, p), &at, seen, &mut plan),
+                part => self.plan_media(part, Target::Part(None, p), &at, input, seen, &mut plan),
             }
         }
         plan
     }
 
     /// A result's content: a repeat as a whole when it is all text, else its media one by one.
+    #[allow(clippy::too_many_arguments)]
     fn plan_result(
         &self,
         parts: &[Part],
         id: &str,
         block: Option<usize>,
+        input: usize,
         seen: &mut Seen,
         counter: &dyn TokenCounter,
         plan: &mut Vec<Replacement>,
     ) {
-        let all_text = !parts.is_empty() && parts.iter().all(|p| matches!(p, Part::Text(_)));
-        if !all_text {
+        let Some(hash) = text_hash(parts) else {
             let at = || format!("the result of tool call {id}");
             for (p, part) in parts.iter().enumerate() {
-                self.plan_media(part, Target::Part(block, p), &at, seen, plan);
+                self.plan_media(part, Target::Part(block, p), &at, input, seen, plan);
             }
             return;
-        }
+        };
         let text = joined_text(parts);
-        let (first, big_enough) = match seen.results.entry(xxh3_128(text.as_bytes())) {
+        let (first, big_enough, message) = match seen.results.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(FirstResult { id: id.to_string(), big_enough: None });
+                slot.insert(FirstResult { id: id.to_string(), big_enough: None, message: input });
                 return;
             }
             std::collections::hash_map::Entry::Occupied(mut first) => {
@@ -219,14 +280,20 @@ impl Dedupe {
                 let big_enough = *first.big_enough.get_or_insert_with(|| {
                     self.min_tokens == 0 || counter.count_till_limit(&text, self.min_tokens - 1).is_none()
                 });
-                (first.id.clone(), big_enough)
+                (first.id.clone(), big_enough, first.message)
             }
         };
         let reference = self.placeholder.replace("{id}", &first);
         if big_enough && reference.len() < text.len() {
             let target = block.map_or(Target::Content, Target::Block);
             let detail = format!("the result of {id}: identical to the result of {first}");
-            plan.push(Replacement { target, text: reference, detail });
+            plan.push(Replacement {
+                target,
+                text: reference,
+                detail,
+                first: (message, Holds::ResultText(hash)),
+                template: (self.placeholder.clone(), None),
+            });
         }
     }
 
@@ -237,18 +304,26 @@ impl Dedupe {
         part: &Part,
         target: Target,
         at: &dyn Fn() -> String,
+        input: usize,
         seen: &mut Seen,
         plan: &mut Vec<Replacement>,
     ) {
         let Some((kind, hash)) = media_hash(part) else { return };
         match seen.media.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(at());
+                slot.insert((at(), input));
             }
             std::collections::hash_map::Entry::Occupied(first) => {
-                let text = self.media_placeholder.replace("{kind}", kind).replace("{at}", first.get());
-                let detail = format!("a repeated {kind}, identical to the one in {}", first.get());
-                plan.push(Replacement { target, text, detail });
+                let (place, message) = first.get();
+                let text = self.media_placeholder.replace("{kind}", kind).replace("{at}", place);
+                let detail = format!("a repeated {kind}, identical to the one in {place}");
+                plan.push(Replacement {
+                    target,
+                    text,
+                    detail,
+                    first: (*message, Holds::Media(hash)),
+                    template: (self.media_placeholder.clone(), Some(kind)),
+                });
             }
         }
     }
@@ -284,71 +359,13 @@ fn apply_plan(message: &mut Message, plan: Vec<Replacement>) {
     }
 }
 
-/// The kind and content hash of a media part (what it holds, not how it is decorated).
-fn media_hash(part: &Part) -> Option<(&'static str, u128)> {
-    let mut hasher = Xxh3::new();
-    let kind = match part {
-        Part::Image(image) => {
-            image.source.hash(&mut hasher);
-            "image"
-        }
-        Part::Audio(audio) => {
-            audio.data.hash(&mut hasher);
-            audio.format.hash(&mut hasher);
-            "audio"
-        }
-        Part::File(file) => {
-            file.fields.hash(&mut hasher);
-            if file.kind == "document" {
-                "document"
-            } else {
-                "file"
-            }
-        }
-        _ => return None,
-    };
-    kind.hash(&mut hasher);
-    Some((kind, hasher.digest128()))
-}
-
-/// How a media reference names a message that is not a tool result: by its role and first
-/// words, which stay put when other messages are dropped.
-fn message_place(message: &Message) -> String {
-    let text = message.text_content();
-    let words: Vec<&str> = text.split_whitespace().take(QUOTED_WORDS + 1).collect();
-    match words.len() {
-        0 => format!("an earlier {} message", message.role_name()),
-        n if n > QUOTED_WORDS => {
-            format!(
-                "the {} message that begins \"{}…\"",
-                message.role_name(),
-                words[..QUOTED_WORDS].join(" ")
-            )
-        }
-        _ => format!("the {} message \"{}\"", message.role_name(), words.join(" ")),
-    }
-}
-
-fn joined_text(parts: &[Part]) -> Cow<'_, str> {
-    if let [Part::Text(t)] = parts {
-        return Cow::Borrowed(&t.text);
-    }
-    let texts: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    Cow::Owned(texts.join("\n"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format::Format;
     use crate::steps::test_support::anthropic_cx;
-    use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in};
+    use crate::steps::test_support::{anthropic, assert_valid, counter, openai, run, run_in};
+    use crate::tokens::CountCache;
     use crate::validate::validate;
 
     fn long(word: &str) -> String {
@@ -440,6 +457,44 @@ mod tests {
                 )),
             ]
         );
+    }
+
+    #[test]
+    fn a_reference_whose_original_goes_gets_it_back() {
+        let image = r#"{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}"#;
+        let input = openai(&format!(
+            r#"[{{"role": "user", "content": [{image}]}},
+                {{"role": "assistant", "content": "a cat"}},
+                {{"role": "user", "content": [{{"type": "text", "text": "again?"}}, {image}]}},
+                {{"role": "assistant", "content": "still a cat"}},
+                {{"role": "user", "content": [{{"type": "text", "text": "third"}}, {image}]}},
+                {{"role": "assistant", "content": "a cat again"}},
+                {{"role": "user", "content": "done?"}}]"#
+        ));
+        let cx = StepContext::new(Format::OpenAi);
+        let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        history.set_step("dedupe");
+        Dedupe::default().apply(&mut history, &cx).unwrap();
+        assert!(history
+            .message(2)
+            .text_content()
+            .contains("[image identical to the one in an earlier user message above]"));
+        let deduped = history.total_tokens();
+        // a later step drops the first turn: the first repeat gets the image back, the next
+        // one points at it
+        history.set_step("keep_last");
+        history.remove(0, "test");
+        history.remove(0, "test");
+        assert_eq!(history.message(0), &input[2], "the image is back where it was repeated");
+        assert_eq!(
+            history.message(2).text_content(),
+            "third\n[image identical to the one in the user message \"again?\" above]"
+        );
+        assert!(history.total_tokens() < deduped, "the restored image costs less than the turn that went");
+        // and so on down the line
+        history.remove(0, "test");
+        history.remove(0, "test");
+        assert_eq!(history.message(0), &input[4]);
     }
 
     #[test]
