@@ -17,6 +17,10 @@ package metadata; pass --snapshot-version when it cannot be found.
 
 The output is deterministic: providers and models are sorted by id, and one model
 is written per line so that a new snapshot gives a readable diff.
+
+`tightfit models --refresh api.json` does the same build in Rust
+(crates/tightfit/src/models/snapshot.rs), merging a snapshot's providers into an
+existing table: change both together (the Rust tests hold it to this script's lines).
 """
 
 from __future__ import annotations

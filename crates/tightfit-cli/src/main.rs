@@ -54,7 +54,8 @@ enum Command {
         /// Machine-readable output: one JSON object per conversation.
         #[arg(long)]
         json: bool,
-        /// A TOML or JSON file that adds models to the registry or overrides them.
+        /// A TOML or JSON file that adds models to the registry or overrides them, or a whole
+        /// table written by `tightfit models --refresh` that replaces it.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
         /// Count with this HuggingFace `tokenizer.json` (for open models) instead of the
@@ -108,7 +109,8 @@ enum Command {
         /// The input's wire format.
         #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
         format: FormatArg,
-        /// A TOML or JSON file that adds models to the registry or overrides them.
+        /// A TOML or JSON file that adds models to the registry or overrides them, or a whole
+        /// table written by `tightfit models --refresh` that replaces it.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
         /// Offload what the steps remove or cut into this store: an SQLite FILE (made if
@@ -240,18 +242,39 @@ enum Command {
         /// The input's wire format.
         #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
         format: FormatArg,
-        /// A TOML or JSON file that adds models to the registry or overrides them.
+        /// A TOML or JSON file that adds models to the registry or overrides them, or a whole
+        /// table written by `tightfit models --refresh` that replaces it.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
     },
-    /// List the model registry, or the models matching QUERY.
+    /// List the model registry, or the models matching QUERY: one row per model, the maker's
+    /// own entries first, other providers' entries of the same model folded into its row.
+    ///
+    /// With --refresh SNAPSHOT, writes a new table instead: the registry's (the embedded one,
+    /// or the --models-file table) with the providers of a models.dev `api.json` snapshot
+    /// rebuilt from it, as `scripts/gen_models.py` builds them. Use the result with
+    /// --models-file. Nothing is downloaded.
     Models {
         /// A case-insensitive part of a model id, name or provider.
         query: Option<String>,
-        /// One JSON object per model.
+        /// One JSON object per model (per entry with --all).
         #[arg(long)]
         json: bool,
-        /// A TOML or JSON file that adds models to the registry or overrides them.
+        /// One row per provider entry, in table order, nothing folded.
+        #[arg(long)]
+        all: bool,
+        /// A models.dev `api.json` snapshot to merge into the table.
+        #[arg(long, value_name = "SNAPSHOT", conflicts_with_all = ["query", "all", "json"])]
+        refresh: Option<PathBuf>,
+        /// With --refresh: where the new table goes (standard output if not given).
+        #[arg(long, short, value_name = "FILE", requires = "refresh")]
+        output: Option<PathBuf>,
+        /// With --refresh: the snapshot's version for the table's header (default: the
+        /// base table's, with `+refresh` after it).
+        #[arg(long, value_name = "V", requires = "refresh")]
+        snapshot_version: Option<String>,
+        /// A TOML or JSON file that adds models to the registry or overrides them, or a whole
+        /// table written by `tightfit models --refresh` that replaces it.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
     },
@@ -335,11 +358,17 @@ impl FormatArg {
     }
 }
 
-/// The embedded registry, or a copy of it with the user's overrides.
+/// The embedded registry, a copy of it with the user's overrides, or a whole table written by
+/// `tightfit models --refresh`.
 fn registry(models_file: Option<&PathBuf>) -> anyhow::Result<Cow<'static, Registry>> {
     let embedded = Registry::embedded();
     Ok(match models_file {
-        Some(path) => Cow::Owned(embedded.with_overrides(path)?),
+        Some(path) => match models_cmd::table_file(path)? {
+            Some(text) => Cow::Owned(
+                Registry::from_table_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            ),
+            None => Cow::Owned(embedded.with_overrides(path)?),
+        },
         None => Cow::Borrowed(embedded),
     })
 }
@@ -438,10 +467,22 @@ fn main() -> ExitCode {
         Command::Validate { file, provider, format, json } => {
             validate_cmd::run(&file, provider.map(ProviderArg::format), format.hint(), json)
         }
-        Command::Models { query, json, models_file } => registry(models_file.as_ref()).and_then(|registry| {
-            let stdout = std::io::stdout();
-            models_cmd::run(&registry, query.as_deref(), json, &mut stdout.lock()).map(|()| true)
-        }),
+        Command::Models { refresh: Some(snapshot), output, snapshot_version, models_file, .. } => {
+            models_cmd::refresh(
+                models_file.as_deref(),
+                &snapshot,
+                snapshot_version.as_deref(),
+                output.as_deref(),
+            )
+            .map(|()| true)
+        }
+        Command::Models { query, json, all, models_file, .. } => {
+            registry(models_file.as_ref()).and_then(|registry| {
+                let stdout = std::io::stdout();
+                let layout = if all { models_cmd::Layout::Entries } else { models_cmd::Layout::Folded };
+                models_cmd::run(&registry, query.as_deref(), json, layout, &mut stdout.lock()).map(|()| true)
+            })
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

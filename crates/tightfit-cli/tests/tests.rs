@@ -257,3 +257,56 @@ fn a_huggingface_tokenizer_file_replaces_the_model_counter() {
 fn per_message_total(count: &tightfit::tokens::Count) -> usize {
     count.per_message.iter().sum()
 }
+
+/// A models.dev `api.json` of one provider, as `tightfit models --refresh` reads it.
+const SNAPSHOT: &str = r#"{"acme": {"name": "Acme", "models": {
+  "acme-large-20300101": {"id": "acme-large-20300101", "name": "Acme Large",
+    "modalities": {"input": ["text"], "output": ["text"]},
+    "limit": {"context": 262144, "output": 16384}, "cost": {"input": 1.25, "output": 5}}}}}"#;
+
+#[test]
+fn models_refresh_writes_a_table_that_models_file_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("api.json");
+    std::fs::write(&snapshot, SNAPSHOT).unwrap();
+    let table = dir.path().join("models.json");
+    let (snapshot_arg, table_arg) = (snapshot.to_str().unwrap(), table.to_str().unwrap());
+    let output = tightfit(
+        &["models", "--refresh", snapshot_arg, "-o", table_arg, "--snapshot-version", "2030.1"],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("1 providers from"), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert!(text.contains("see MODELS_LICENSE"), "the licence notice is kept");
+    assert!(text.contains(r#"{"id":"acme-large-20300101","name":"Acme Large","context":262144,"max_output":16384,"prices":[1.25,null,null,5],"aliases":["acme-large"]}"#));
+
+    // The table replaces the embedded one: the new model resolves, by its undated name too,
+    // and the embedded providers are still there.
+    let listed = tightfit(&["models", "acme-large", "--models-file", table_arg], None);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(
+        stdout(&listed).contains("--model acme-large resolves to acme/acme-large-20300101"),
+        "{}",
+        stdout(&listed)
+    );
+    let counted = tightfit(
+        &["count", "-", "--model", "gpt-4o", "--models-file", table_arg, "--json"],
+        Some(r#"[{"role":"user","content":"hi"}]"#),
+    );
+    assert!(counted.status.success(), "{}", stderr(&counted));
+
+    // Refreshing the refreshed table again by the same snapshot gives the same bytes.
+    let again = tightfit(
+        &["models", "--refresh", snapshot_arg, "--models-file", table_arg, "--snapshot-version", "2030.1"],
+        None,
+    );
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(stdout(&again), text);
+
+    // A snapshot that is not models.dev's says where.
+    std::fs::write(&snapshot, r#"{"acme": {"models": {"m": {"name": "x"}}}}"#).unwrap();
+    let bad = tightfit(&["models", "--refresh", snapshot_arg], None);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("invalid models.dev snapshot: acme.models.m: no `id`"), "{}", stderr(&bad));
+}

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use tightfit::models::{MatchKind, ModelError, OverrideFormat, Registry, TokenizerFamily};
+use tightfit::models::{MatchKind, ModelError, OverrideFormat, ProviderChoice, Registry, TokenizerFamily};
 
 fn registry() -> &'static Registry {
     Registry::embedded()
@@ -319,6 +319,311 @@ fn search_is_a_case_insensitive_substring_over_id_name_and_provider() {
     assert!(by_provider.iter().any(|m| m.provider == "anthropic"));
     assert!(registry().search("no-such-model-anywhere").is_empty());
     assert_eq!(registry().search("").len(), registry().len());
+}
+
+// ---- names people use ----
+
+/// `(provider, id, why)` of what `name` resolves to.
+fn chosen(name: &str) -> (String, String, ProviderChoice) {
+    let found = registry().resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (found.model.provider.clone(), found.model.id.clone(), found.chosen_by)
+}
+
+#[test]
+fn litellm_prefixes_name_providers() {
+    use ProviderChoice::*;
+    for (name, provider, id, why) in [
+        ("gemini/gemini-2.5-pro", "google", "gemini-2.5-pro", Named),
+        ("gemini/gemini-3-pro", "google", "gemini-3-pro-preview", Named),
+        ("vertex_ai/gemini-2.5-pro", "google-vertex", "gemini-2.5-pro", Named),
+        ("vertex_ai/claude-sonnet-4-5@20250929", "google-vertex", "claude-sonnet-4-5@20250929", Named),
+        (
+            "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "amazon-bedrock",
+            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            Named,
+        ),
+        (
+            "bedrock/converse/us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "amazon-bedrock",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            Named,
+        ),
+        (
+            "together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            "togetherai",
+            "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            Named,
+        ),
+        (
+            "fireworks_ai/accounts/fireworks/models/gpt-oss-120b",
+            "fireworks-ai",
+            "accounts/fireworks/models/gpt-oss-120b",
+            Named,
+        ),
+        ("fireworks_ai/gpt-oss-120b", "fireworks-ai", "accounts/fireworks/models/gpt-oss-120b", Named),
+        ("groq/llama-3.3-70b-versatile", "groq", "llama-3.3-70b-versatile", Named),
+        ("openai/gpt-4o", "openai", "gpt-4o", Named),
+        ("anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", Named),
+        ("azure/gpt-4o", "azure", "gpt-4o", Named),
+        ("openrouter/anthropic/claude-sonnet-4.5", "openrouter", "anthropic/claude-sonnet-4.5", Named),
+        ("deepseek/deepseek-chat", "deepseek", "deepseek-chat", Named),
+        ("deepseek/deepseek-reasoner", "deepseek", "deepseek-reasoner", Named),
+        ("mistral/mistral-large-latest", "mistral", "mistral-large-latest", Named),
+        ("xai/grok-4.3", "xai", "grok-4.3", Named),
+        ("dashscope/qwen-max", "alibaba", "qwen-max", Named),
+        ("moonshot/kimi-k2.5", "moonshotai", "kimi-k2.5", Named),
+        ("meta_llama/llama-3.3-70b-instruct", "llama", "llama-3.3-70b-instruct", Named),
+    ] {
+        assert_eq!(chosen(name), (provider.into(), id.into(), why), "{name}");
+    }
+}
+
+#[test]
+fn a_prefixed_name_the_provider_lacks_is_the_same_model_elsewhere() {
+    // Bedrock's table lacks the June 2024 Sonnet: the maker's entry gives the window.
+    assert!(registry().get("amazon-bedrock", "anthropic.claude-3-5-sonnet-20240620-v1:0").is_none());
+    let (provider, id, _) = chosen("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0");
+    assert_eq!((provider.as_str(), id.as_str()), ("anthropic", "claude-3-5-sonnet-20240620"));
+    // xAI's own listing has no grok-3; an aggregator's `xai/grok-3` is that model.
+    assert!(registry().get("xai", "grok-3").is_none());
+    assert_eq!(chosen("xai/grok-3").1, "xai/grok-3");
+}
+
+#[test]
+fn ollama_tags_resolve_to_the_models_entry() {
+    use ProviderChoice::Local;
+    for (name, provider, id) in [
+        // the maker's entry, when the maker lists that size
+        ("ollama/llama3.3:70b", "llama", "llama-3.3-70b-instruct"),
+        ("ollama_chat/qwen3:8b", "alibaba", "qwen3-8b"),
+        // else Ollama's own listing of the tag
+        ("ollama/gpt-oss:20b", "ollama-cloud", "gpt-oss:20b"),
+        // else a host's entry of the same name
+        ("ollama/llama3.1:8b", "cerebras", "llama3.1-8b"),
+    ] {
+        assert_eq!(chosen(name), (provider.into(), id.into(), Local), "{name}");
+    }
+    // A size is never dropped: the 7b tag is a distilled model, not DeepSeek-R1.
+    assert!(registry().lookup("ollama/deepseek-r1:7b").is_err());
+}
+
+#[test]
+fn a_bare_name_is_the_makers_then_a_hosts_never_a_resellers_first() {
+    use ProviderChoice::*;
+    // Groq coined this id; abacus and helicone resell it.
+    let holders: Vec<&str> = registry()
+        .iter()
+        .filter(|m| m.id == "llama-3.3-70b-versatile")
+        .map(|m| m.provider.as_str())
+        .collect();
+    assert!(holders.contains(&"abacus") && holders.contains(&"groq"), "{holders:?}");
+    assert_eq!(chosen("llama-3.3-70b-versatile"), ("groq".into(), "llama-3.3-70b-versatile".into(), Host));
+    // Google lists Gemini 3 Pro only as a preview; a reseller lists `gemini-3-pro`.
+    assert!(registry().get("opencode", "gemini-3-pro").is_some());
+    assert_eq!(chosen("gemini-3-pro"), ("google".into(), "gemini-3-pro-preview".into(), Maker));
+    assert_eq!(registry().resolve("gemini-3-pro").unwrap().matched_by, MatchKind::Preview);
+    assert_eq!(chosen("gemini-3-flash").1, "gemini-3-flash-preview");
+    for (name, provider) in [
+        ("claude-sonnet-4-5", "anthropic"),
+        ("claude-opus-4-6", "anthropic"),
+        ("gemini-2.5-flash", "google"),
+        ("deepseek-chat", "deepseek"),
+        ("deepseek-reasoner", "deepseek"),
+        ("llama-3.3-70b-instruct", "llama"),
+        ("gpt-5.4", "openai"),
+        ("grok-4.3", "xai"),
+        ("kimi-k2.5", "moonshotai"),
+        ("glm-4.6", "zai"),
+    ] {
+        assert_eq!(chosen(name).0, provider, "{name}");
+        assert_eq!(chosen(name).2, Maker, "{name}");
+    }
+    // Neither the maker nor a host: the preferred aggregator, and it says so.
+    assert_eq!(chosen("gpt-4-1106-preview").2, Aggregator);
+    // A reseller only when asked.
+    assert_eq!(
+        chosen("abacus/llama-3.3-70b-versatile"),
+        ("abacus".into(), "llama-3.3-70b-versatile".into(), Named)
+    );
+}
+
+#[test]
+fn fine_tunes_have_their_base_models_window() {
+    let found = registry().resolve("ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm").unwrap();
+    assert_eq!((found.model.provider.as_str(), found.model.id.as_str()), ("openai", "gpt-4.1"));
+    assert_eq!(found.matched_by, MatchKind::FineTune);
+    assert_eq!(chosen("ft:gpt-4o-mini-2024-07-18:org::abc123").1, "gpt-4o-mini");
+}
+
+/// The model names of the shared transcripts' `meta` (`model`, `agent_model`,
+/// `user_simulator_model`), as their agents wrote them.
+fn transcript_model_names() -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for file in crate::jsonl_files("data").into_iter().chain(crate::jsonl_files("data2")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let Some(meta) = record["meta"].as_object() else { continue };
+            for (key, value) in meta {
+                if key.contains("model") {
+                    if let Some(name) = value.as_str() {
+                        names.insert(name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn the_model_names_of_the_shared_transcripts_resolve_to_their_makers() {
+    let names = transcript_model_names();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in &names {
+        let expected: Option<(&str, &str)> = match name.as_str() {
+            "claude-3-5-sonnet-20241022" => Some(("anthropic", "claude-3-5-sonnet-20241022")),
+            "claude-sonnet-4-20250514" => Some(("anthropic", "claude-sonnet-4-20250514")),
+            "claude-sonnet-4-5" => Some(("anthropic", "claude-sonnet-4-5")),
+            "claude-opus-4-6" => Some(("anthropic", "claude-opus-4-6")),
+            "deepseek/deepseek-chat" => Some(("deepseek", "deepseek-chat")),
+            "deepseek/deepseek-reasoner" => Some(("deepseek", "deepseek-reasoner")),
+            "gpt-4o" | "openai/gpt-4o" => Some(("openai", "gpt-4o")),
+            "gpt-4o-2024-08-06" => Some(("openai", "gpt-4o-2024-08-06")),
+            "gpt-4.1" | "gpt-4.1-2025-04-14" | "ft:gpt-4.1-2025-04-14:sierra:tau2-full-sft:BzrYdMNm" => {
+                Some(("openai", "gpt-4.1"))
+            }
+            "gpt-4.1-mini-2025-04-14" => Some(("openai", "gpt-4.1-mini")),
+            "gpt-5.4" => Some(("openai", "gpt-5.4")),
+            "o3" => Some(("openai", "o3")),
+            // OpenAI does not serve its open-weight model; a host does.
+            "openai/gpt-oss-120b" => Some(("groq", "openai/gpt-oss-120b")),
+            // xAI's own listing has no grok-3: the aggregator entry of that id.
+            "xai/grok-3" => Some(("github-models", "xai/grok-3")),
+            // A deployment name of OpenHands' own proxy, a typo'd model and a note, not
+            // model names: errors that suggest close names.
+            "openai/openrouter-llama-4-maverick"
+            | "openai/gpt-5-ca"
+            | "gpt-3.5-turbo-16k (ChatGPT function calling, per the repo README)" => None,
+            other => panic!("a new model name in the transcripts: {other}; add what it should resolve to"),
+        };
+        match expected {
+            Some((provider, id)) => {
+                let (p, i, _) = chosen(name);
+                assert_eq!((p.as_str(), i.as_str()), (provider, id), "{name}");
+            }
+            None => assert!(registry().lookup(name).is_err(), "{name} resolves"),
+        }
+    }
+}
+
+#[test]
+fn browsing_folds_other_providers_under_the_makers_entry() {
+    let rows = registry().browse("claude");
+    let entries = registry().search("claude").len();
+    assert!(rows.len() * 3 < entries, "{} rows of {entries} entries", rows.len());
+    // The maker's rows come first, and claude-sonnet-4-5 is one row with the others folded.
+    assert!(rows[0].first_party && rows[0].model.provider == "anthropic", "{:?}", rows[0].model);
+    let first_others = rows.iter().position(|r| !r.first_party).unwrap_or(rows.len());
+    assert!(rows[first_others..].iter().all(|r| !r.first_party));
+    let sonnet: Vec<_> = rows.iter().filter(|r| r.model.id == "claude-sonnet-4-5").collect();
+    assert_eq!(sonnet.len(), 1);
+    let elsewhere: Vec<String> = sonnet[0].elsewhere.iter().map(|m| m.qualified_id()).collect();
+    for folded in ["openrouter/anthropic/claude-sonnet-4.5", "google-vertex/claude-sonnet-4-5@20250929"] {
+        assert!(elsewhere.iter().any(|e| e == folded), "{folded} not folded: {elsewhere:?}");
+    }
+    // Every entry is in exactly one row.
+    let listed: usize = rows.iter().map(|r| 1 + r.elsewhere.len()).sum();
+    assert_eq!(listed, entries);
+    // Browsing a provider lists its own entries, not its models' makers.
+    let openrouter = registry().browse("openrouter");
+    assert!(openrouter.iter().all(|r| r.model.provider == "openrouter"));
+}
+
+// ---- refreshing the table from a models.dev snapshot ----
+
+/// A small models.dev `api.json`: Anthropic with a new model, an embedding model and a
+/// dated snapshot; a provider the table does not have.
+const SNAPSHOT: &str = r#"{
+  "anthropic": {"id": "anthropic", "name": "Anthropic", "models": {
+    "claude-sonnet-9": {"id": "claude-sonnet-9", "name": "Claude Sonnet 9",
+      "modalities": {"input": ["text", "image"], "output": ["text"]},
+      "limit": {"context": 500000, "output": 64000},
+      "cost": {"input": 3, "output": 15, "cache_read": 0.30000000000000004, "cache_write": 3.75}},
+    "claude-haiku-9-20300101": {"id": "claude-haiku-9-20300101",
+      "modalities": {"input": ["text"], "output": ["text"]},
+      "limit": {"context": 200000, "input": 150000, "output": 8192}},
+    "claude-embed-1": {"id": "claude-embed-1",
+      "modalities": {"input": ["text"], "output": ["text"]}, "limit": {"context": 8192}}
+  }},
+  "acme": {"name": "Acme Cloud", "models": {
+    "acme-1": {"id": "acme-1", "modalities": {"input": ["text"], "output": ["text"]},
+      "limit": {"context": 32768}},
+    "acme-voice": {"id": "acme-voice", "modalities": {"input": ["audio"], "output": ["audio"]},
+      "limit": {"context": 4096}}
+  }}
+}"#;
+
+#[test]
+fn a_snapshot_refreshes_its_providers_and_keeps_the_others() {
+    let base =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/models.json"))
+            .unwrap();
+    let refreshed = tightfit::models::refresh_table(&base, SNAPSHOT, Some("9.9.9")).unwrap();
+    assert_eq!((refreshed.providers_from_snapshot, refreshed.providers_kept), (2, 131));
+    // The licence notice and the layout stay.
+    assert!(refreshed
+        .text
+        .contains(r#""license": "MIT, Copyright (c) 2025 Vladimir Klimontovich; see MODELS_LICENSE","#));
+    assert!(refreshed.text.contains(r#""snapshot_version": "9.9.9","#));
+    // The lines `scripts/gen_models.py` writes for the same snapshot.
+    for line in [
+        r#"    {"id":"acme","name":"Acme Cloud","models":["#,
+        r#"      {"id":"acme-1","context":32768}"#,
+        r#"    {"id":"anthropic","name":"Anthropic","models":["#,
+        r#"      {"id":"claude-haiku-9-20300101","context":200000,"max_output":8192,"max_input":150000,"tokenizer":"claude","aliases":["claude-haiku-9"]},"#,
+        r#"      {"id":"claude-sonnet-9","name":"Claude Sonnet 9","context":500000,"max_output":64000,"tokenizer":"claude","prices":[3,0.3,3.75,15]}"#,
+    ] {
+        assert!(refreshed.text.lines().any(|l| l == line), "missing line {line}");
+    }
+
+    let new = Registry::from_table_str(&refreshed.text).unwrap();
+    assert_eq!(new.snapshot_version(), "9.9.9");
+    assert_eq!(new.len(), refreshed.models);
+    let sonnet = new.lookup("claude-sonnet-9").unwrap();
+    assert_eq!((sonnet.provider.as_str(), sonnet.context_window), ("anthropic", 500_000));
+    assert_eq!(sonnet.prices.cached_input, Some(0.3), "float noise is rounded away");
+    assert_eq!(sonnet.tokenizer, TokenizerFamily::Claude);
+    // Anthropic's dotted alias, and a dated snapshot's undated name.
+    assert_eq!(new.lookup("claude-haiku-9").unwrap().id, "claude-haiku-9-20300101");
+    assert_eq!(new.lookup("claude-haiku-9").unwrap().max_input, Some(150_000));
+    // Anthropic's models the snapshot no longer lists are gone; other providers are kept.
+    assert!(new.get("anthropic", "claude-sonnet-4-5").is_none());
+    assert!(new.get("openai", "gpt-4o").is_some());
+    // A new provider, its chat models only.
+    assert_eq!(new.lookup("acme/acme-1").unwrap().context_window, 32_768);
+    assert!(new.get("acme", "acme-voice").is_none());
+    assert!(new.get("anthropic", "claude-embed-1").is_none());
+
+    // Refreshing again by the same snapshot changes nothing.
+    let again = tightfit::models::refresh_table(&refreshed.text, SNAPSHOT, Some("9.9.9")).unwrap();
+    assert_eq!(again.text, refreshed.text);
+}
+
+#[test]
+fn a_bad_snapshot_names_the_provider_and_model() {
+    let base =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/models.json"))
+            .unwrap();
+    let err =
+        tightfit::models::refresh_table(&base, r#"{"acme": {"models": {"m": {"name": "no id"}}}}"#, None)
+            .unwrap_err();
+    assert_eq!(err.to_string(), "invalid models.dev snapshot: acme.models.m: no `id`");
+    let err = tightfit::models::refresh_table(&base, "[1]", None).unwrap_err();
+    assert!(err.to_string().contains("expected an object of providers"), "{err}");
+    let err = tightfit::models::refresh_table("{}", "{}", None).unwrap_err();
+    assert_eq!(err.to_string(), "invalid model table: no `providers` list");
 }
 
 // ---- override files ----

@@ -44,6 +44,19 @@ pub enum ModelError {
         /// What is wrong, naming the key.
         reason: String,
     },
+    /// A models.dev snapshot given to [`refresh_table`](super::refresh_table) is not shaped
+    /// as models.dev's `api.json`.
+    #[error("invalid models.dev snapshot: {reason}")]
+    Snapshot {
+        /// What is wrong, naming the provider and model.
+        reason: String,
+    },
+    /// A model table (as `data/models.json` is written) is not valid.
+    #[error("invalid model table: {reason}")]
+    Table {
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 fn did_you_mean(suggestions: &[String]) -> String {

@@ -2,7 +2,11 @@
 //!
 //! The rules are documented on [`Registry::lookup`]; this file implements them.
 
-use super::{MatchKind, ModelError, Registry, Resolution};
+use super::prefixes::{
+    litellm_providers, ollama_names, strip_bedrock_route, without_bedrock_vendor, LOCAL_PREFIXES,
+    OLLAMA_PROVIDER,
+};
+use super::{MatchKind, ModelError, ProviderChoice, Registry, Resolution};
 
 /// The provider that made a model, told from the start of the name's last `/` segment.
 /// `word` means the prefix must not be followed by a letter or digit (`o1`, not `o1x`).
@@ -43,7 +47,34 @@ const MAKERS: &[(&str, &str, bool)] = &[
     ("sonar", "perplexity", false),
 ];
 
-/// The aggregator preferred when the maker's own provider does not have a model.
+/// Providers that run models on their own hardware under ids they coined (`groq`'s
+/// `llama-3.3-70b-versatile`), in the order they are preferred when a name the maker does not
+/// list is theirs and a reseller's alike. Resellers and gateways that pass requests on to
+/// these are not listed: they rank after them.
+pub(super) const HOSTS: &[&str] = &[
+    "groq",
+    "cerebras",
+    "togetherai",
+    "fireworks-ai",
+    "deepinfra",
+    "amazon-bedrock",
+    "google-vertex",
+    "google-vertex-anthropic",
+    "azure",
+    "nebius",
+    "novita-ai",
+    "baseten",
+    "nvidia",
+    "cloudflare-workers-ai",
+    "friendli",
+    "scaleway",
+    "ovhcloud",
+    "siliconflow",
+    "chutes",
+    "huggingface",
+];
+
+/// The aggregator preferred when neither the maker nor a host lists a model.
 const PREFERRED_AGGREGATOR: &str = "openrouter";
 
 /// The maker's provider id for a lower-case model name, if the name says.
@@ -56,6 +87,14 @@ pub(super) fn maker_of(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The base model of an OpenAI fine-tune's name, `ft:BASE:ORG:NAME:ID` (or
+/// `ft:BASE:ORG::ID`).
+fn fine_tune_base(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("ft:")?;
+    let base = rest.split(':').next()?;
+    (!base.is_empty()).then_some(base)
+}
+
 /// One way a name can match a model, before ranking.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct NameEntry {
@@ -63,71 +102,148 @@ pub(super) struct NameEntry {
     pub(super) kind: MatchKind,
 }
 
+/// A match and why its provider was chosen.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    entry: NameEntry,
+    choice: ProviderChoice,
+}
+
 impl Registry {
     /// Resolves a lower-case, trimmed name; `None` when nothing matches.
     pub(super) fn resolve_lower(&self, name: &str) -> Option<Resolution<'_>> {
-        if let Some((provider, rest)) = name.split_once('/') {
-            if self.providers.contains(provider) {
-                if let Some(found) = self.resolve_in(rest, Some(provider)) {
-                    return Some(found);
+        if let Some(base) = fine_tune_base(name) {
+            let found = self.resolve_lower(base)?;
+            return Some(Resolution { matched_by: MatchKind::FineTune, ..found });
+        }
+        if let Some((prefix, rest)) = name.split_once('/') {
+            if LOCAL_PREFIXES.contains(&prefix) {
+                return self.resolve_local(rest);
+            }
+            let named: &[&str] = if self.providers.contains(prefix) {
+                std::slice::from_ref(&prefix)
+            } else {
+                litellm_providers(prefix).unwrap_or_default()
+            };
+            if !named.is_empty() {
+                let rest = if prefix == "bedrock" { strip_bedrock_route(rest) } else { rest };
+                let found = named.iter().find_map(|p| self.resolve_in(rest, Some(p)));
+                if let Some(found) = found {
+                    return Some(self.resolution(Candidate { choice: ProviderChoice::Named, ..found }));
                 }
+                // The provider does not list it: the whole name may be an aggregator's id
+                // (`openai/gpt-4-1106-preview`), else the same model elsewhere.
+                let bare = without_bedrock_vendor(rest).filter(|_| named.contains(&"amazon-bedrock"));
+                let found = self
+                    .resolve_in(name, None)
+                    .or_else(|| self.resolve_in(rest, None))
+                    .or_else(|| bare.and_then(|bare| self.resolve_in(bare, None)));
+                return found.map(|found| self.resolution(found));
             }
         }
-        self.resolve_in(name, None)
+        self.resolve_in(name, None).map(|found| self.resolution(found))
+    }
+
+    /// `ollama/TAG`: the model the tag names, by its maker's entry where the maker lists one,
+    /// else Ollama's own listing of the tag, else the first of the tag's other names that
+    /// resolves ([`ollama_names`]).
+    fn resolve_local(&self, tag: &str) -> Option<Resolution<'_>> {
+        let names = ollama_names(tag);
+        let found: Vec<Candidate> = names.iter().filter_map(|n| self.resolve_in(n, None)).collect();
+        let by_maker = found.iter().find(|c| c.choice == ProviderChoice::Maker);
+        let listed = || self.resolve_in(tag, Some(OLLAMA_PROVIDER));
+        let chosen = by_maker.copied().or_else(listed).or_else(|| found.first().copied())?;
+        Some(self.resolution(Candidate { choice: ProviderChoice::Local, ..chosen }))
     }
 
     /// Resolves `name` among all models, or among those of `provider` (lower case).
-    fn resolve_in(&self, name: &str, provider: Option<&str>) -> Option<Resolution<'_>> {
+    fn resolve_in(&self, name: &str, provider: Option<&str>) -> Option<Candidate> {
         let maker = maker_of(name);
         let direct = self.best(name, provider, maker);
-        if direct.is_some_and(|e| self.is_preferred(e, maker)) {
-            return direct.map(|e| self.resolution(e));
+        if direct.is_some_and(|c| self.is_preferred(c.entry, maker)) {
+            return direct;
         }
         let snapshot = self.snapshot(name, provider, maker);
-        let chosen = match (direct, snapshot) {
-            (Some(d), Some(s)) => {
-                if self.is_preferred(s, maker) {
-                    s
-                } else {
-                    d
-                }
-            }
-            (Some(d), None) => d,
-            (None, Some(s)) => s,
-            (None, None) => return None,
-        };
-        Some(self.resolution(chosen))
+        if snapshot.is_some_and(|c| self.is_preferred(c.entry, maker)) {
+            return snapshot;
+        }
+        if let Some(preview) = self.maker_preview(name, provider, maker) {
+            return Some(preview);
+        }
+        direct.or(snapshot)
+    }
+
+    /// The maker's `NAME-preview`, when the maker lists the model only as a preview
+    /// (`gemini-3-pro` is Google's `gemini-3-pro-preview`).
+    fn maker_preview(&self, name: &str, provider: Option<&str>, maker: Option<&str>) -> Option<Candidate> {
+        let maker = maker?;
+        let found = self.best(&format!("{name}-preview"), provider, Some(maker))?;
+        let model = &self.models[found.entry.model];
+        model.provider.eq_ignore_ascii_case(maker).then_some(Candidate {
+            entry: NameEntry { kind: MatchKind::Preview, ..found.entry },
+            choice: ProviderChoice::Maker,
+        })
     }
 
     /// The longest prefix of `name`, cut at a `-` or `@`, that matches a model while what
     /// follows it is a date or version suffix.
-    fn snapshot(&self, name: &str, provider: Option<&str>, maker: Option<&str>) -> Option<NameEntry> {
+    fn snapshot(&self, name: &str, provider: Option<&str>, maker: Option<&str>) -> Option<Candidate> {
         name.rmatch_indices(['-', '@'])
             .map(|(cut, _)| cut)
             .filter(|&cut| cut > 0 && is_version_suffix(&name[cut..]))
             .find_map(|cut| self.best(&name[..cut], provider, maker))
-            .map(|found| NameEntry { model: found.model, kind: MatchKind::Snapshot })
+            .map(|found| Candidate { entry: NameEntry { kind: MatchKind::Snapshot, ..found.entry }, ..found })
     }
 
-    /// The best of the models whose id, alias or last segment is `name`.
-    fn best(&self, name: &str, provider: Option<&str>, maker: Option<&str>) -> Option<NameEntry> {
+    /// The best of the models whose id, alias or last segment is `name`, and why.
+    fn best(&self, name: &str, provider: Option<&str>, maker: Option<&str>) -> Option<Candidate> {
         let entries = self.names.get(name)?;
-        entries
+        let mut matching = entries
             .iter()
             .copied()
-            .filter(|e| provider.is_none_or(|p| self.models[e.model].provider.eq_ignore_ascii_case(p)))
-            .min_by(|a, b| self.rank(*a, maker).cmp(&self.rank(*b, maker)))
+            .filter(|e| provider.is_none_or(|p| self.models[e.model].provider.eq_ignore_ascii_case(p)));
+        let first = matching.next()?;
+        let mut best = first;
+        let mut several_providers = false;
+        for entry in matching {
+            several_providers |= self.models[entry.model].provider != self.models[first.model].provider;
+            if self.rank(entry, maker) < self.rank(best, maker) {
+                best = entry;
+            }
+        }
+        let choice = self.choice(best, maker, several_providers);
+        Some(Candidate { entry: best, choice })
     }
 
-    /// Smaller is better: user overrides, then the maker's provider, then the preferred
-    /// aggregator, then providers by id; within one provider an id beats an alias, which
-    /// beats a last segment.
-    fn rank(&self, entry: NameEntry, maker: Option<&str>) -> (bool, bool, bool, String, u8, &str) {
+    /// Why `entry` won over the other providers' matches (see [`rank`](Self::rank)).
+    fn choice(&self, entry: NameEntry, maker: Option<&str>, several_providers: bool) -> ProviderChoice {
+        let provider = self.models[entry.model].provider.to_lowercase();
+        if self.from_override[entry.model] {
+            ProviderChoice::Override
+        } else if maker == Some(provider.as_str()) {
+            ProviderChoice::Maker
+        } else if !several_providers {
+            ProviderChoice::Only
+        } else if HOSTS.contains(&provider.as_str()) {
+            ProviderChoice::Host
+        } else if provider == PREFERRED_AGGREGATOR {
+            ProviderChoice::Aggregator
+        } else {
+            ProviderChoice::FirstById
+        }
+    }
+
+    /// Smaller is better: user overrides, then the maker's provider, then the hosts in the
+    /// order of [`HOSTS`], then the preferred aggregator, then providers by id; within one
+    /// provider an id beats an alias, which beats a last segment.
+    fn rank(&self, entry: NameEntry, maker: Option<&str>) -> (bool, bool, usize, bool, String, u8, &str) {
         let model = &self.models[entry.model];
         let provider = model.provider.to_lowercase();
+        let host = HOSTS.iter().position(|h| *h == provider).unwrap_or(HOSTS.len());
         (
             !self.from_override[entry.model],
             maker != Some(provider.as_str()),
+            host,
             provider != PREFERRED_AGGREGATOR,
             provider,
             entry.kind as u8,
@@ -140,8 +256,12 @@ impl Registry {
             || maker.is_some_and(|m| self.models[entry.model].provider.eq_ignore_ascii_case(m))
     }
 
-    fn resolution(&self, entry: NameEntry) -> Resolution<'_> {
-        Resolution { model: &self.models[entry.model], matched_by: entry.kind }
+    fn resolution(&self, found: Candidate) -> Resolution<'_> {
+        Resolution {
+            model: &self.models[found.entry.model],
+            matched_by: found.entry.kind,
+            chosen_by: found.choice,
+        }
     }
 
     /// The error for a name that matched nothing, with up to three suggestions.
@@ -346,5 +466,20 @@ mod tests {
         for &(_, provider, _) in MAKERS {
             assert!(registry.providers.contains(provider), "maker {provider} is not a provider of the table");
         }
+    }
+
+    #[test]
+    fn every_host_and_prefix_target_is_a_provider_of_the_table() {
+        let registry = Registry::embedded();
+        for host in HOSTS {
+            assert!(registry.providers.contains(*host), "host {host} is not a provider of the table");
+        }
+        for (prefix, providers) in super::super::prefixes::LITELLM_PREFIXES {
+            assert!(!registry.providers.contains(*prefix), "{prefix} is a provider id: no mapping needed");
+            for provider in *providers {
+                assert!(registry.providers.contains(*provider), "{prefix}/ maps to unknown {provider}");
+            }
+        }
+        assert!(registry.providers.contains(OLLAMA_PROVIDER));
     }
 }
