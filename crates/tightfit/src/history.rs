@@ -461,22 +461,34 @@ impl<'a> History<'a> {
             return;
         }
         if let Origin::Input(input) = self.meta[index].origin {
-            self.mend(&[input]);
+            if self.reference_targets.contains(&input) {
+                self.mend(&[input]);
+            }
         }
     }
 
     /// Keeps the references to the input messages `touched` (changed or removed) true: for
     /// each original one of them held and holds no more, the first message still holding a
     /// reference to it gets the original back, and the others are pointed at that one.
+    /// Cost: one pass over the references and the messages' origins; one edit per message
+    /// whose references change (80,000 parallel results in one message are one edit).
     fn mend(&mut self, touched: &[usize]) {
-        let mut lost: Vec<(usize, references::Holds)> = Vec::new();
-        for r in &self.references {
-            if touched.contains(&r.target) && !lost.contains(&(r.target, r.holds)) {
-                lost.push((r.target, r.holds));
-            }
-        }
-        if lost.is_empty() {
+        let touched: foldhash::HashSet<usize> =
+            touched.iter().copied().filter(|t| self.reference_targets.contains(t)).collect();
+        if touched.is_empty() {
             return;
+        }
+        // the references to each original those messages held, in the order written
+        let mut groups: Vec<((usize, references::Holds), Vec<usize>)> = Vec::new();
+        let mut group_of: foldhash::HashMap<(usize, references::Holds), usize> = Default::default();
+        for (i, r) in self.references.iter().enumerate() {
+            if touched.contains(&r.target) {
+                let g = *group_of.entry((r.target, r.holds)).or_insert_with(|| {
+                    groups.push(((r.target, r.holds), Vec::new()));
+                    groups.len() - 1
+                });
+                groups[g].1.push(i);
+            }
         }
         let position: foldhash::HashMap<usize, usize> = self
             .meta
@@ -487,47 +499,60 @@ impl<'a> History<'a> {
                 Origin::Inserted => None,
             })
             .collect();
-        for (target, original) in lost {
+        let mut gone = vec![false; self.references.len()];
+        for ((target, original), members) in groups {
             if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
                 continue;
             }
-            // the references to the lost original still written where they were, in order
-            let mut live: Vec<usize> = Vec::new();
-            let mut dead: Vec<usize> = Vec::new();
-            for (i, r) in self.references.iter().enumerate() {
-                if r.target != target || r.holds != original {
-                    continue;
-                }
+            // the references still written where they were go on; the others are gone
+            let mut live = Vec::new();
+            for i in members {
+                let r = &self.references[i];
                 match position.get(&r.referrer) {
                     Some(&m) if r.still_written_in(&self.messages[m]) => live.push(i),
-                    _ => dead.push(i),
+                    _ => gone[i] = true,
                 }
             }
-            if let Some((&first, rest)) = live.split_first() {
-                let restored = self.references[first].clone();
-                let at = position[&restored.referrer];
-                let detail = format!(
-                    "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
-                    restored.written, self.step
-                );
-                self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None));
-                let text = restored.render_to(&self.messages[at]);
-                for &i in rest {
-                    let reference = &mut self.references[i];
-                    let m = position[&reference.referrer];
-                    let detail = format!("its reference now points at the restored copy: \"{text}\"");
-                    let old = std::mem::replace(&mut reference.written, text.clone());
-                    reference.target = restored.referrer;
-                    let again = Reference { written: old, ..reference.clone() };
-                    self.edit_unmended(m, ChangeKind::Replaced, detail, |m| again.rewrite(m, Some(&text)));
+            let Some((&first, rest)) = live.split_first() else { continue };
+            gone[first] = true;
+            let restored = self.references[first].clone();
+            let at = position[&restored.referrer];
+            let detail = format!(
+                "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
+                restored.written, self.step
+            );
+            self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None));
+            // the others now point at the restored copy, one edit per message
+            let text = restored.render_to(&self.messages[at]);
+            let mut by_message: Vec<(usize, Vec<Reference>)> = Vec::new();
+            for &i in rest {
+                let reference = &mut self.references[i];
+                let before = Reference {
+                    written: std::mem::replace(&mut reference.written, text.clone()),
+                    ..reference.clone()
+                };
+                reference.target = restored.referrer;
+                let m = position[&reference.referrer];
+                match by_message.last_mut() {
+                    Some((last, list)) if *last == m => list.push(before),
+                    _ => by_message.push((m, vec![before])),
                 }
-                dead.push(first);
             }
-            dead.sort_unstable();
-            for i in dead.into_iter().rev() {
-                self.references.remove(i);
+            for (m, list) in by_message {
+                let detail =
+                    format!("{} reference(s) now point at the restored copy: \"{text}\"", list.len());
+                self.edit_unmended(m, ChangeKind::Replaced, detail, |message| {
+                    for reference in &list {
+                        reference.rewrite(message, Some(&text));
+                    }
+                });
             }
         }
+        let mut k = 0;
+        self.references.retain(|_| {
+            k += 1;
+            !gone[k - 1]
+        });
         self.reference_targets = self.references.iter().map(|r| r.target).collect();
     }
 

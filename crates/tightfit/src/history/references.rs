@@ -36,7 +36,7 @@ pub(crate) enum Site {
 }
 
 /// What the message holding an original must still hold for a reference to it to be true.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Holds {
     /// A result whose text hashes to this (see [`text_hash`]).
     ResultText(u128),
