@@ -284,6 +284,8 @@ pub enum FormatArg {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses API input items (`input`, `instructions`).
+    Responses,
 }
 
 /// `--report`.
@@ -302,6 +304,8 @@ pub enum ProviderArg {
     Openai,
     /// Anthropic Messages rules.
     Anthropic,
+    /// OpenAI Responses API rules.
+    Responses,
 }
 
 impl ProviderArg {
@@ -309,6 +313,7 @@ impl ProviderArg {
         match self {
             ProviderArg::Openai => tightfit::format::Format::OpenAi,
             ProviderArg::Anthropic => tightfit::format::Format::Anthropic,
+            ProviderArg::Responses => tightfit::format::Format::Responses,
         }
     }
 }
@@ -331,6 +336,7 @@ impl FormatArg {
             FormatArg::Auto => FormatHint::Auto,
             FormatArg::Openai => FormatHint::Exactly(Format::OpenAi),
             FormatArg::Anthropic => FormatHint::Exactly(Format::Anthropic),
+            FormatArg::Responses => FormatHint::Exactly(Format::Responses),
         }
     }
 }
