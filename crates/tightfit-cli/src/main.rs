@@ -307,6 +307,8 @@ pub enum FormatArg {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses API input items (`input`, `instructions`).
+    Responses,
 }
 
 /// `--report`.
@@ -325,6 +327,8 @@ pub enum ProviderArg {
     Openai,
     /// Anthropic Messages rules.
     Anthropic,
+    /// OpenAI Responses API rules.
+    Responses,
 }
 
 impl ProviderArg {
@@ -332,6 +336,7 @@ impl ProviderArg {
         match self {
             ProviderArg::Openai => tightfit::format::Format::OpenAi,
             ProviderArg::Anthropic => tightfit::format::Format::Anthropic,
+            ProviderArg::Responses => tightfit::format::Format::Responses,
         }
     }
 }
@@ -354,6 +359,7 @@ impl FormatArg {
             FormatArg::Auto => FormatHint::Auto,
             FormatArg::Openai => FormatHint::Exactly(Format::OpenAi),
             FormatArg::Anthropic => FormatHint::Exactly(Format::Anthropic),
+            FormatArg::Responses => FormatHint::Exactly(Format::Responses),
         }
     }
 }

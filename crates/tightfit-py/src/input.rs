@@ -13,7 +13,8 @@ use tightfit::Conversation;
 use crate::convert::to_value;
 use crate::errors::Failure;
 
-/// Reads a format name (`openai`, `anthropic`) given under `key`; `None` means detect it.
+/// Reads a format name (`openai`, `anthropic`, `responses`) given under `key`; `None` means
+/// detect it.
 pub(crate) fn format_arg(name: Option<&str>, key: &str) -> Result<Option<Format>, Failure> {
     name.map(|n| n.parse::<Format>().map_err(|reason| Failure::Config(ConfigError::new(key, reason))))
         .transpose()
@@ -59,13 +60,15 @@ impl RawInput {
     ) -> Result<RawInput, Failure> {
         if !(messages.is_instance_of::<PyList>() || messages.is_instance_of::<PyTuple>()) {
             let found = messages.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            return Err(Failure::Type(format!(
-                "messages: expected a list of message dicts, found {found}{}",
-                if messages.is_instance_of::<PyDict>() {
-                    " (for a request body, pass body[\"messages\"])"
-                } else {
-                    ""
+            let hint = match messages.cast::<PyDict>() {
+                Ok(body) if body.contains("input").unwrap_or(false) => {
+                    " (for a Responses request body, pass body[\"input\"])"
                 }
+                Ok(_) => " (for a request body, pass body[\"messages\"])",
+                Err(_) => "",
+            };
+            return Err(Failure::Type(format!(
+                "messages: expected a list of message dicts, found {found}{hint}"
             )));
         }
         let format = format_arg(format, "format")?;

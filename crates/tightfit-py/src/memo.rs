@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value;
-use tightfit::format::{message_verdict, parse_message, Format};
+use tightfit::format::{list_verdict, message_verdict, parse_message, Format};
 use tightfit::Message;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -97,12 +97,11 @@ impl ReadMemo {
             }
         }
         let format = format.unwrap_or_else(|| {
-            read.iter()
-                .find_map(|item| match item {
-                    Item::Known(known) => known.verdict,
-                    Item::New { verdict, .. } => *verdict,
-                })
-                .unwrap_or(preferred)
+            list_verdict(read.iter().map(|item| match item {
+                Item::Known(known) => known.verdict,
+                Item::New { verdict, .. } => *verdict,
+            }))
+            .unwrap_or(preferred)
         });
         if read.iter().any(|item| matches!(item, Item::Known(known) if known.format != format)) {
             return Ok(None);

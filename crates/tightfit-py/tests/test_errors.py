@@ -158,8 +158,12 @@ def test_a_format_not_read_yet_is_named_not_counted_as_nothing() -> None:
         {"role": "user", "content": "hi"},
         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
     ]
+    # Responses API items are read as such (the unanswered call gets an aborted output); told
+    # to read Chat Completions, the error names them
+    fitted = tightfit.fit(responses, "gpt-4o").messages
+    assert [m.get("type") for m in fitted] == [None, "function_call", "function_call_output"]
     with pytest.raises(tightfit.FormatError, match="Responses API") as info:
-        tightfit.fit(responses, "gpt-4o")
+        tightfit.fit(responses, "gpt-4o", format="openai")
     assert info.value.index == 1
     with pytest.raises(tightfit.FormatError, match="Gemini"):
         tightfit.Session("gpt-4o").fit(gemini)

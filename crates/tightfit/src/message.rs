@@ -152,6 +152,23 @@ impl Message {
             || self.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
     }
 
+    /// Whether this message is one OpenAI Responses item other than a `message`: a
+    /// `reasoning` item, a `function_call` or `custom_tool_call`, or an item tightfit does not
+    /// know (kept verbatim as an opaque part). Such a message has no `content` and one part.
+    /// The items of one model response (its reasoning, message and calls) come as several
+    /// messages in a row, which the units keep together as one assistant step.
+    pub fn is_response_item(&self) -> bool {
+        self.content_form == ContentForm::Absent
+            && match self.parts.as_slice() {
+                [Part::Thinking(t)] => t.origin == ThinkingOrigin::ResponsesItem,
+                [Part::ToolCall(c)] => {
+                    matches!(c.style, CallStyle::ResponsesFunction | CallStyle::ResponsesCustom)
+                }
+                [Part::Opaque(_)] => true,
+                _ => false,
+            }
+    }
+
     /// The concatenated text parts, for display and search.
     pub fn text_content(&self) -> String {
         let mut out = String::new();
@@ -232,6 +249,8 @@ pub enum ImageStyle {
     OpenAi,
     /// `{"type": "image", "source": {...}}`.
     Anthropic,
+    /// OpenAI Responses `{"type": "input_image", "image_url", "detail"}` (or a `file_id`).
+    Responses,
 }
 
 /// An image.
@@ -289,6 +308,10 @@ pub enum ThinkingOrigin {
     ReasoningContent,
     /// OpenAI-compatible `reasoning` message field (OpenRouter, Ollama).
     Reasoning,
+    /// An OpenAI Responses `reasoning` item: the text is its summary, the signature its
+    /// `encrypted_content`, and the item's other fields (`id`, the `summary` list as it came)
+    /// are in `extra`.
+    ResponsesItem,
 }
 
 /// Model reasoning.
@@ -351,6 +374,11 @@ pub enum CallStyle {
     OpenAiLegacy,
     /// An Anthropic `tool_use` block.
     AnthropicToolUse,
+    /// An OpenAI Responses `function_call` item (`call_id` is the id; the item's `id` and
+    /// `status` are in `extra`).
+    ResponsesFunction,
+    /// An OpenAI Responses `custom_tool_call` item (free-form `input`).
+    ResponsesCustom,
 }
 
 /// A call of a tool by the model.
@@ -425,6 +453,8 @@ pub enum ToolStyle {
     OpenAi,
     /// `{"name", "description", "input_schema"}`.
     Anthropic,
+    /// OpenAI Responses `{"type": "function", "name", "description", "parameters"}`.
+    Responses,
     /// Any other tool (a provider's built-in tool), kept verbatim; `name` is its name if any.
     Other,
 }

@@ -100,23 +100,30 @@ fn answer_unanswered(history: &mut History<'_>, policy: &Repair, lines: &mut Vec
     for (start, end, ids) in steps {
         match policy.unanswered_calls {
             UnansweredCalls::Drop => {
-                history.edit(
-                    start,
-                    ChangeKind::Removed,
-                    format!("removed calls {ids:?} that got no result"),
-                    |m| {
-                        m.parts.retain(|p| match p {
-                            Part::ToolCall(c) => !ids.contains(c.id.as_ref().unwrap_or(&c.name)),
-                            _ => true,
-                        });
-                        if m.parts.is_empty() && m.content_form == ContentForm::Parts {
-                            m.content_form = ContentForm::Null;
-                        }
-                    },
-                );
-                let empty = history.message(start).parts.is_empty();
-                if empty && end == start + 1 {
-                    history.remove(start, "nothing left after removing calls that got no result");
+                let unanswered = |p: &Part| matches!(p, Part::ToolCall(c) if ids.contains(c.id.as_ref().unwrap_or(&c.name)));
+                // the step's assistant messages: one, or the items of one Responses response
+                let callers =
+                    (start..end).take_while(|&i| history.message(i).role == Role::Assistant).count();
+                for at in (start..start + callers).rev() {
+                    if !history.message(at).parts.iter().any(unanswered) {
+                        continue;
+                    }
+                    history.edit(
+                        at,
+                        ChangeKind::Removed,
+                        format!("removed calls {ids:?} that got no result"),
+                        |m| {
+                            m.parts.retain(|p| !unanswered(p));
+                            if m.parts.is_empty() && m.content_form == ContentForm::Parts {
+                                m.content_form = ContentForm::Null;
+                            }
+                        },
+                    );
+                    let message = history.message(at);
+                    let alone = end == start + 1 || message.content_form == ContentForm::Absent;
+                    if message.parts.is_empty() && alone {
+                        history.remove(at, "nothing left after removing calls that got no result");
+                    }
                 }
                 lines.push(format!("messages[{start}]: dropped tool calls {ids:?} that got no result"));
             }
@@ -170,7 +177,8 @@ fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[St
             }
         }
     } else {
-        let legacy = history.message(start).tool_calls().all(|c| c.id.is_none());
+        // the step's calls, in its assistant messages (several for a Responses response)
+        let legacy = (start..end).flat_map(|i| history.message(i).tool_calls()).all(|c| c.id.is_none());
         for (offset, id) in ids.iter().enumerate() {
             let mut message = Message::text(if legacy { Role::Function } else { Role::Tool }, text);
             if legacy {
@@ -186,9 +194,13 @@ fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[St
 /// Puts a history back in its provider's shape after a step: for Anthropic, turns of the same
 /// role in a row are merged into one message (the API would merge them anyway, and tool
 /// results must lead their message), and a history that starts with the assistant gets a
-/// placeholder user turn first. Returns one line per fix; nothing to do costs one pass.
+/// placeholder user turn first; for OpenAI Responses, a reasoning item whose message or call
+/// a step removed goes too (the API rejects a reasoning item without its following item). Returns one line per fix; nothing to do costs one pass.
 pub fn normalize(history: &mut History<'_>) -> Vec<String> {
     let mut lines = Vec::new();
+    if history.provider() == Format::Responses {
+        drop_lone_reasoning(history, &mut lines);
+    }
     if history.provider() != Format::Anthropic {
         return lines;
     }
@@ -231,6 +243,18 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
     }
     lead_with_thinking(history, &mut lines);
     lines
+}
+
+/// Removes the Responses reasoning items that no item of their response follows any more.
+/// From the end back, so a run of them goes whole.
+fn drop_lone_reasoning(history: &mut History<'_>, lines: &mut Vec<String>) {
+    for index in (0..history.len()).rev() {
+        let followed = index + 1 < history.len() && history.message(index + 1).role == Role::Assistant;
+        if !followed && crate::validate::is_reasoning_item(history.message(index)) {
+            history.remove(index, "a reasoning item whose message or call is gone");
+            lines.push(format!("messages[{index}]: dropped a reasoning item whose message or call is gone"));
+        }
+    }
 }
 
 /// Anthropic rejects a blank text block anywhere but in a final assistant message (a

@@ -4,7 +4,10 @@
 //! - an instruction: one system or developer message;
 //! - a user turn: one user message (that is not carrying tool results);
 //! - an assistant step: one assistant message and every tool result that answers its calls,
-//!   parallel calls included, in whatever order the results came;
+//!   parallel calls included, in whatever order the results came; for OpenAI Responses items,
+//!   the items of one response in a row (reasoning, message, calls: assistant messages of
+//!   which every other one is such an item, [`Message::is_response_item`]) and the outputs of
+//!   their calls, so that a reasoning item stays with the call it precedes;
 //! - orphan results: a tool result that answers no call of the step right before it (a broken
 //!   input; the validator reports it and the repair pass fixes it).
 //!
@@ -110,18 +113,19 @@ enum Answered<'m> {
 /// whose results all answer a still-open call of this step. O(messages + calls) with the
 /// lookups of [`OpenCalls`].
 fn assistant_step(messages: &[&Message], start: usize) -> Unit {
-    if messages[start].tool_calls().next().is_none() {
-        // a reply that calls nothing is a step of one message (most steps of a chat, and of
-        // agents that run commands from text): no call index to build
-        return Unit::new(UnitKind::AssistantStep, start..start + 1, messages[start]);
+    let callers = response_end(messages, start);
+    let mut calls = messages[start..callers].iter().flat_map(|m| m.tool_calls()).peekable();
+    if calls.peek().is_none() {
+        // a reply that calls nothing is a step of its messages alone (most steps of a chat,
+        // and of agents that run commands from text): no call index to build
+        return Unit::new(UnitKind::AssistantStep, start..callers, messages[start]);
     }
-    let calls: Vec<(Option<&str>, &str)> =
-        messages[start].tool_calls().map(|c| (c.id.as_deref(), c.name.as_str())).collect();
+    let calls: Vec<(Option<&str>, &str)> = calls.map(|c| (c.id.as_deref(), c.name.as_str())).collect();
     let mut open = OpenCalls::new(calls.iter().map(|(id, name)| match id {
         Some(id) => Answered::Id(id),
         None => Answered::Name(name),
     }));
-    let mut end = start + 1;
+    let mut end = callers;
     while end < messages.len() && !open.is_empty() {
         let next = &messages[end];
         let mut answered: Vec<usize> = match next.role {
@@ -173,6 +177,21 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
         })
         .collect();
     unit
+}
+
+/// The end of the assistant messages of one response that starts at `start`: the assistant
+/// messages in a row of which every pair has a Responses item on one side (a reasoning item
+/// and what follows it, a message and its calls, parallel calls). A Chat Completions or
+/// Anthropic assistant message is a response of its own.
+pub(crate) fn response_end(messages: &[&Message], start: usize) -> usize {
+    let mut end = start + 1;
+    while end < messages.len()
+        && messages[end].role == Role::Assistant
+        && (messages[end - 1].is_response_item() || messages[end].is_response_item())
+    {
+        end += 1;
+    }
+    end
 }
 
 /// Where the turns of an agent loop end: the prefix lengths at which a caller sends a request

@@ -8,6 +8,10 @@
 //! call of the assistant message right before its run of tool messages; every call is answered
 //! before the next non-tool message; call ids are unique within a message; roles are known.
 //!
+//! OpenAI Responses: the same rules, where the caller of a run of outputs is the items of one
+//! response (its reasoning, message and calls in a row); and a reasoning item is followed by
+//! the item it produced.
+//!
 //! Anthropic: system prompts only at the head; the first message is a user message; roles
 //! alternate; `tool_result` blocks come first in the user message right after the assistant
 //! message whose `tool_use` they answer, and answer every one of those calls; thinking blocks
@@ -53,11 +57,14 @@ pub enum Rule {
     /// Anthropic: the history uses thinking, but the assistant message of the current tool
     /// turn lost its thinking block.
     MissingCurrentThinking,
+    /// OpenAI Responses: a reasoning item that is not followed by the item it produced (a
+    /// message or a call of the same response).
+    LoneReasoning,
 }
 
 impl Rule {
     /// Every rule, in declaration order.
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 14] = [
         Rule::OrphanToolResult,
         Rule::UnansweredToolCall,
         Rule::LeadingToolResult,
@@ -71,6 +78,7 @@ impl Rule {
         Rule::UnsignedThinking,
         Rule::EmptyText,
         Rule::MissingCurrentThinking,
+        Rule::LoneReasoning,
     ];
 
     /// The rule's stable snake_case name (`orphan_tool_result`), for machine-readable output
@@ -91,6 +99,7 @@ impl Rule {
             Rule::UnsignedThinking => "unsigned_thinking",
             Rule::EmptyText => "empty_text",
             Rule::MissingCurrentThinking => "missing_current_thinking",
+            Rule::LoneReasoning => "lone_reasoning",
         }
     }
 }
@@ -128,7 +137,11 @@ pub fn validate<M: Borrow<Message>>(messages: &[M], provider: Format) -> Vec<Vio
     let mut out = Vec::new();
     match provider {
         Format::Anthropic => anthropic(&messages, &mut out),
-        _ => openai(&messages, &mut out),
+        Format::Responses => {
+            openai(&messages, provider, &mut out);
+            lone_reasoning(&messages, &mut out);
+        }
+        _ => openai(&messages, provider, &mut out),
     }
     out.sort_by_key(|v| v.index);
     out
@@ -138,12 +151,14 @@ fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
     out.push(Violation { index, rule, reason });
 }
 
-/// The ids of a message's calls; a second call with the same id is reported.
-fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
+/// The ids of the calls of `callers` (one message, or the items of one Responses response);
+/// a second call with the same id is reported at the message that makes it.
+fn call_ids<'m>(callers: &[&'m Message], index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
     let mut ids: Vec<&str> = Vec::new();
     // a set only for many calls: a step's few ids are compared directly, as `OpenCalls` does
     let mut seen: HashSet<&str> = HashSet::default();
-    for call in message.tool_calls() {
+    let calls = callers.iter().enumerate().flat_map(|(at, m)| m.tool_calls().map(move |c| (index + at, c)));
+    for (index, call) in calls {
         let id = call.id.as_deref().unwrap_or(call.name.as_str());
         let new = if ids.len() < SCANNED {
             !ids.contains(&id)
@@ -162,13 +177,20 @@ fn call_ids<'m>(message: &'m Message, index: usize, out: &mut Vec<Violation>) ->
     OpenCalls::new(ids)
 }
 
-fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
-    // the calls of the last assistant message that still wait for results, and its index
+fn openai(messages: &[&Message], provider: Format, out: &mut Vec<Violation>) {
+    // the calls of the last assistant message (or response) that still wait for results, and
+    // its index
     let mut open: OpenCalls<&str> = OpenCalls::new([]);
     let mut caller: Option<usize> = None;
     let mut answered: HashSet<&str> = HashSet::default();
     let mut seen_conversation = false;
+    // the end of the response whose items are being read: its later messages are not new callers
+    let mut response_end = 0;
+    let api = if provider == Format::Responses { "an OpenAI Responses" } else { "an OpenAI" };
     for (index, message) in messages.iter().enumerate() {
+        if index < response_end && message.role == Role::Assistant {
+            continue;
+        }
         match message.role {
             Role::Tool | Role::Function => {
                 if !seen_conversation {
@@ -206,21 +228,22 @@ fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
                 }
             }
             role => {
-                report_unanswered(&mut open, caller, out);
+                report_unanswered(&mut open, caller, messages, out);
                 answered.clear();
                 if role == Role::Other {
                     push(
                         out,
                         index,
                         Rule::UnsupportedRole,
-                        format!("the role {:?} is not an OpenAI role", message.role_name()),
+                        format!("the role {:?} is not {api} role", message.role_name()),
                     );
                 }
                 if !role.is_instruction() {
                     seen_conversation = true;
                 }
                 if role == Role::Assistant {
-                    open = call_ids(message, index, out);
+                    response_end = crate::units::response_end(messages, index);
+                    open = call_ids(&messages[index..response_end], index, out);
                     caller = Some(index);
                 } else {
                     caller = None;
@@ -228,13 +251,23 @@ fn openai(messages: &[&Message], out: &mut Vec<Violation>) {
             }
         }
     }
-    report_unanswered(&mut open, caller, out);
+    report_unanswered(&mut open, caller, messages, out);
 }
 
-fn report_unanswered(open: &mut OpenCalls<&str>, caller: Option<usize>, out: &mut Vec<Violation>) {
+/// Reports the calls of `callers` (the messages from the caller on) that got no result, each
+/// at the message that makes it.
+fn report_unanswered(
+    open: &mut OpenCalls<&str>,
+    caller: Option<usize>,
+    callers: &[&Message],
+    out: &mut Vec<Violation>,
+) {
     if let (Some(caller), false) = (caller, open.is_empty()) {
         for id in open.remaining() {
-            push(out, caller, Rule::UnansweredToolCall, format!("tool call {id:?} gets no result"));
+            let makes =
+                |m: &&Message| m.tool_calls().any(|c| c.id.as_deref().unwrap_or(c.name.as_str()) == *id);
+            let at = caller + callers.get(caller..).and_then(|c| c.iter().position(makes)).unwrap_or(0);
+            push(out, at, Rule::UnansweredToolCall, format!("tool call {id:?} gets no result"));
         }
     }
     *open = OpenCalls::new([]);
@@ -324,7 +357,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
         }
         open = OpenCalls::new([]);
         if role == Role::Assistant {
-            open = call_ids(message, index, out);
+            open = call_ids(std::slice::from_ref(message), index, out);
             for part in &message.parts {
                 if let Part::Thinking(t) = part {
                     if t.signature.is_none() {
@@ -358,6 +391,27 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
                     "the assistant message of the current tool turn must keep its thinking block".into(),
                 );
             }
+        }
+    }
+}
+
+/// Whether a message is a Responses reasoning item.
+pub(crate) fn is_reasoning_item(message: &Message) -> bool {
+    message.is_response_item() && matches!(message.parts.first(), Some(Part::Thinking(_)))
+}
+
+/// Responses: every reasoning item is followed by an item of its response (an assistant
+/// message: its message or a call).
+fn lone_reasoning(messages: &[&Message], out: &mut Vec<Violation>) {
+    for (index, message) in messages.iter().enumerate() {
+        let followed = messages.get(index + 1).is_some_and(|next| next.role == Role::Assistant);
+        if is_reasoning_item(message) && !followed {
+            push(
+                out,
+                index,
+                Rule::LoneReasoning,
+                "a reasoning item must be followed by the item it produced (a message or a call)".into(),
+            );
         }
     }
 }

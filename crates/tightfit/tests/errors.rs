@@ -29,23 +29,35 @@ fn formats_not_read_yet_are_named_never_counted_as_nothing() {
     assert!(error(later).starts_with("messages[1]: this is a Gemini"), "{}", error(later));
     let body = r#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}"#;
     assert!(error(body).starts_with("$: this is a Gemini request (`contents`)"), "{}", error(body));
-    // OpenAI Responses API items: a call and its output have no role
+    // OpenAI Responses API items are read as such; told to read Chat Completions, the reader
+    // names them and says how to read them
     let responses = r#"[{"role": "user", "content": "hi"},
         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "42"}]"#;
-    let message = error(responses);
-    assert!(
-        message.starts_with(
-            r#"messages[1]: this is an OpenAI Responses API input item (`"type": "function_call"`)"#
-        ),
-        "{message}"
+    let read = format::parse_str(responses, FormatHint::Auto).unwrap();
+    assert_eq!((read.format, read.messages.len()), (format::Format::Responses, 3));
+    let message =
+        format::parse_str(responses, FormatHint::Exactly(format::Format::OpenAi)).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        r#"messages[1]: this is an OpenAI Responses API input item (`"type": "function_call"`): read it as format "responses""#
     );
     let body = r#"{"model": "gpt-4o", "input": [{"role": "user", "content": "hi"}]}"#;
+    assert_eq!(format::parse_str(body, FormatHint::Auto).unwrap().format, format::Format::Responses);
+    let message =
+        format::parse_str(body, FormatHint::Exactly(format::Format::OpenAi)).unwrap_err().to_string();
+    assert!(message.starts_with("$: this is an OpenAI Responses API request (`input`)"), "{message}");
+    // a list that mixes the formats is an error, not calls that count as nothing
+    let mixed = r#"[{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]"#;
     assert!(
-        error(body).starts_with("$: this is an OpenAI Responses API request (`input`)"),
+        error(mixed).starts_with("input[1].tool_calls: a Chat Completions field in a Responses input"),
         "{}",
-        error(body)
+        error(mixed)
     );
+    // LangChain messages dumped to dicts are named as such
+    let langchain = r#"[{"type": "human", "content": "hi"}]"#;
+    assert!(error(langchain).contains("tightfit.compat.langchain"), "{}", error(langchain));
     // the same refusal when the format is given
     for format in [format::Format::OpenAi, format::Format::Anthropic] {
         let read = format::parse_str(&gemini, FormatHint::Exactly(format)).unwrap_err().to_string();
@@ -76,7 +88,7 @@ fn wrong_shapes_name_the_path() {
     );
     assert_eq!(
         error(r#"{"model": "gpt-4o"}"#),
-        "$: expected a list of messages or an object with `messages`"
+        "$: expected a list of messages or an object with `messages` (or a Responses request's `input`)"
     );
     assert_eq!(error(r#""hello""#), "$: expected an array of messages or an object, found a string");
     assert_eq!(

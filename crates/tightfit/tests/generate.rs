@@ -1,4 +1,4 @@
-//! Generators of conversations for the property tests: documents in both wire formats with
+//! Generators of conversations for the property tests: documents in every wire format with
 //! every part kind the readers interpret (text, images with real or broken headers, audio,
 //! files, thinking with signatures, parallel tool calls with results in any order, legacy
 //! function calls, tool schemas, request fields), the odd values they keep as they came, and
@@ -285,7 +285,7 @@ fn openai_part() -> BoxedStrategy<Value> {
     let refusal = (text(), extras())
         .prop_map(|(r, ex)| with(json!({"type": "refusal", "refusal": r}), ex, &["type", "refusal"]));
     let unknown = (
-        prop::sample::select(vec!["video_url", "input_text", "output_text", "x_widget", "Text", ""]),
+        prop::sample::select(vec!["video_url", "input_video", "output_widget", "x_widget", "Text", ""]),
         json_object(),
     )
         .prop_map(|(kind, fields)| typed(json!(kind), fields));
@@ -865,12 +865,63 @@ fn anthropic_document() -> BoxedStrategy<Value> {
     prop_oneof![2 => body, 1 => bare].boxed()
 }
 
-/// A document of either format, with the format it was generated in.
+/// An OpenAI Responses document: a generated Chat Completions one converted to items (every
+/// call an item of its own), with a reasoning item before some responses (signed or not,
+/// with a summary or none) and a hosted tool's item here and there.
+pub fn responses_document() -> BoxedStrategy<Value> {
+    (openai_document(), any::<u64>())
+        .prop_map(|(document, seed)| {
+            let chat = tightfit::format::parse_value(
+                document,
+                tightfit::format::FormatHint::Exactly(Format::OpenAi),
+            )
+            .expect("generated documents parse");
+            let mut value = tightfit::format::to_value(&chat, Format::Responses);
+            let items = match &mut value {
+                Value::Array(items) => items,
+                Value::Object(map) => match map.get_mut("input") {
+                    Some(Value::Array(items)) => items,
+                    _ => return value,
+                },
+                _ => return value,
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in std::mem::take(items).into_iter().enumerate() {
+                let bits = seed.rotate_left(i as u32 * 3);
+                let assistant_side =
+                    |v: &Value| v.get("role").is_none_or(|r| r == "assistant") && v.get("output").is_none();
+                let starts_response = assistant_side(&item) && !out.last().is_some_and(assistant_side);
+                if starts_response && bits & 1 == 1 {
+                    let mut reasoning = json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": []});
+                    if bits & 2 == 2 {
+                        reasoning["summary"] =
+                            json!([{"type": "summary_text", "text": format!("think {i}")}]);
+                    }
+                    if bits & 4 == 4 {
+                        reasoning["encrypted_content"] = json!("gAAAA-enc");
+                    }
+                    out.push(reasoning);
+                }
+                let user = item.get("role").is_some_and(|r| r == "user");
+                out.push(item);
+                if user && bits & 8 == 8 {
+                    out.push(
+                        json!({"type": "web_search_call", "id": format!("ws_{i}"), "status": "completed"}),
+                    );
+                }
+            }
+            *items = out;
+            value
+        })
+        .boxed()
+}
+
 /// Any generated document, with the format it is in.
 pub fn any_document() -> BoxedStrategy<(Value, Format)> {
     prop_oneof![
         openai_document().prop_map(|v| (v, Format::OpenAi)),
         anthropic_document().prop_map(|v| (v, Format::Anthropic)),
+        responses_document().prop_map(|v| (v, Format::Responses)),
     ]
     .boxed()
 }

@@ -99,7 +99,11 @@ fn check_units(messages: &[Message]) -> Result<(), TestCaseError> {
     // one result per message (OpenAI) or all in the next user message (Anthropic), spans
     // exactly those and has nothing unanswered
     for (i, message) in messages.iter().enumerate() {
-        if message.role != Role::Assistant {
+        // the items of one Responses response continue the step of the first of them
+        let continues = i > 0
+            && messages[i - 1].role == Role::Assistant
+            && (messages[i - 1].is_response_item() || message.is_response_item());
+        if message.role != Role::Assistant || continues {
             continue;
         }
         let unit = groups.iter().find(|u| u.messages.start == i);

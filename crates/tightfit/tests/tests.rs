@@ -9,6 +9,7 @@ mod layers;
 mod models;
 mod offload;
 mod props;
+mod responses;
 mod roundtrip;
 mod session;
 mod session_props;

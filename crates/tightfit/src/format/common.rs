@@ -171,8 +171,10 @@ pub(super) fn write_part(part: &Part) -> Value {
             out.insert("input_audio".into(), Value::Object(inner));
             extend_missing(&mut out, &audio.extra);
         }
-        Part::File(file) if file.kind == "file" => {
-            out.insert("type".into(), "file".into());
+        // an OpenAI file, or a file of a kind Anthropic has no block for (a Responses
+        // `input_file`), written with its own type; a `document` is an Anthropic block
+        Part::File(file) if file.kind != "document" => {
+            out.insert("type".into(), Value::String(file.kind.clone()));
             extend_missing(&mut out, &file.fields);
         }
         Part::Refusal(r) => {

@@ -1,4 +1,5 @@
-//! Converting a conversation between OpenAI and Anthropic shapes.
+//! Converting a conversation between OpenAI Chat Completions, OpenAI Responses and Anthropic
+//! shapes (Responses ⇄ Anthropic goes through Chat Completions; see `convert_responses`).
 //!
 //! What maps: system prompts (OpenAI system/developer messages ⇄ Anthropic top-level
 //! `system`), tool calls (`tool_calls` ⇄ `tool_use` blocks), tool results (`tool` messages ⇄
@@ -14,7 +15,21 @@ use crate::message::{
 };
 
 use super::common::split_data_uri;
+use super::convert_responses as responses;
 use super::{Conversation, Format};
+
+/// The second half of a conversion through Chat Completions: its notes name the messages of
+/// the Chat Completions form, and say so.
+fn second_leg(
+    chat: &[Message],
+    notes: &mut Vec<String>,
+    convert: fn(&[Message], &mut Vec<String>) -> Vec<Message>,
+) -> Vec<Message> {
+    let mut own = Vec::new();
+    let out = convert(chat, &mut own);
+    notes.extend(own.into_iter().map(|n| format!("(in the Chat Completions form) {n}")));
+    out
+}
 
 /// The result of a conversion: the converted conversation and what could not be carried over.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,10 +44,21 @@ pub struct Conversion {
 /// unchanged.
 pub fn convert(conversation: &Conversation, target: Format) -> Conversion {
     let mut notes = Vec::new();
+    let messages = &conversation.messages;
     let messages = match (conversation.format, target) {
-        (Format::OpenAi, Format::Anthropic) => to_anthropic(&conversation.messages, &mut notes),
-        (Format::Anthropic, Format::OpenAi) => to_openai(&conversation.messages, &mut notes),
-        _ => conversation.messages.clone(),
+        (Format::OpenAi, Format::Anthropic) => to_anthropic(messages, &mut notes),
+        (Format::Anthropic, Format::OpenAi) => to_openai(messages, &mut notes),
+        (Format::Responses, Format::OpenAi) => responses::to_chat(messages, &mut notes),
+        (Format::OpenAi, Format::Responses) => responses::from_chat(messages, &mut notes),
+        (Format::Responses, Format::Anthropic) => {
+            let chat = responses::to_chat(messages, &mut notes);
+            second_leg(&chat, &mut notes, to_anthropic)
+        }
+        (Format::Anthropic, Format::Responses) => {
+            let chat = to_openai(messages, &mut notes);
+            second_leg(&chat, &mut notes, responses::from_chat)
+        }
+        _ => messages.clone(),
     };
     let tools = conversation
         .tools
@@ -52,10 +78,20 @@ pub fn convert(conversation: &Conversation, target: Format) -> Conversion {
             ));
         }
     }
-    if let (Some(request), Format::Anthropic) = (&mut request, target) {
-        if let Some(n) = request.max_completion_tokens.take() {
-            request.max_tokens = Some(n);
+    if let (Some(request), true) = (&mut request, conversation.format != target) {
+        // the output budget under the name the target takes
+        let reserved = request.reserved_output();
+        request.max_tokens = None;
+        request.max_completion_tokens = None;
+        request.max_output_tokens = None;
+        match target {
+            Format::Anthropic => request.max_tokens = reserved,
+            Format::Responses => request.max_output_tokens = reserved,
+            _ if conversation.format == Format::Anthropic => request.max_tokens = reserved,
+            _ => request.max_completion_tokens = reserved,
         }
+        request.instructions = false;
+        request.input_string = false;
     }
     Conversion { conversation: Conversation { format: target, messages, tools, request }, notes }
 }
@@ -65,6 +101,7 @@ fn restyle_tool(tool: &Tool, target: Format) -> Tool {
         (ToolStyle::Other, _) => ToolStyle::Other,
         (_, Format::OpenAi) => ToolStyle::OpenAi,
         (_, Format::Anthropic) => ToolStyle::Anthropic,
+        (_, Format::Responses) => ToolStyle::Responses,
     };
     if style == tool.style {
         return tool.clone();

@@ -1,4 +1,4 @@
-//! Telling OpenAI from Anthropic input by its shape.
+//! Telling OpenAI Chat Completions, OpenAI Responses and Anthropic input apart by shape.
 
 use serde_json::Value;
 
@@ -8,9 +8,12 @@ use super::Format;
 ///
 /// Anthropic: a top-level `system` field, or a content block of type `tool_use`,
 /// `tool_result`, `thinking`, `redacted_thinking`, `document`, or `image` with a `source`.
-/// OpenAI: everything else, including plain-text conversations that are valid in both (they
-/// are written back identically either way). Costs one pass over the message list, stopping
-/// at the first message that decides.
+/// OpenAI Responses: a request body with `input` or `instructions` (and no `messages`), an
+/// item with a `type` and no `role` (`function_call`, `reasoning`, …), a message with
+/// `"type": "message"`, or a content part of type `input_text`, `output_text`, `input_image`
+/// or `input_file`. OpenAI Chat Completions: everything else, including plain-text
+/// conversations that are valid in all three (they are written back identically either way).
+/// Costs one pass over the message list, stopping at the first message that decides.
 pub fn detect(document: &Value) -> Format {
     verdict(document).unwrap_or(Format::OpenAi)
 }
@@ -24,22 +27,50 @@ pub fn verdict(document: &Value) -> Option<Format> {
             if map.contains_key("system") {
                 return Some(Format::Anthropic);
             }
+            if !map.contains_key("messages")
+                && (map.contains_key("input") || map.contains_key("instructions"))
+            {
+                return Some(Format::Responses);
+            }
             match map.get("messages") {
-                Some(Value::Array(items)) => items,
+                // a body with `messages` is never a Responses request (that has `input`)
+                Some(Value::Array(items)) => {
+                    return items.iter().filter_map(message_verdict).find(|f| *f != Format::Responses)
+                }
                 _ => return None,
             }
         }
         _ => return None,
     };
-    messages.iter().find_map(message_verdict)
+    list_verdict(messages.iter().map(message_verdict))
+}
+
+/// The format of a list from the verdicts of its messages ([`message_verdict`]): OpenAI
+/// Responses when any message has a shape only Responses has (an item, an `input_text` part:
+/// Chat Completions and Anthropic never do, while a Responses list may hold a `refusal` part
+/// before its first item), else the first message that decides. For a caller that reads a
+/// list message by message and remembers each one's verdict.
+pub fn list_verdict(verdicts: impl IntoIterator<Item = Option<Format>>) -> Option<Format> {
+    let mut first = None;
+    for verdict in verdicts.into_iter().flatten() {
+        if verdict == Format::Responses {
+            return Some(verdict);
+        }
+        first = first.or(Some(verdict));
+    }
+    first
 }
 
 /// What one message of a list says about the list's format: the format only it has, or
-/// `None` when it is valid in both. [`detect`] takes the first message that decides, so a
+/// `None` when it is valid in several. [`detect`] combines them with [`list_verdict`], so a
 /// caller that reads a list message by message (and remembers each one's verdict) decides
 /// alike.
 pub fn message_verdict(message: &Value) -> Option<Format> {
     let object = message.as_object()?;
+    match (object.contains_key("role"), object.get("type").and_then(Value::as_str)) {
+        (false, Some(_)) | (true, Some("message")) => return Some(Format::Responses),
+        _ => {}
+    }
     if object.contains_key("tool_calls")
         || object.contains_key("tool_call_id")
         || object.contains_key("function_call")
@@ -54,6 +85,9 @@ pub fn message_verdict(message: &Value) -> Option<Format> {
                 }
                 Some("image") if block.get("source").is_some() => return Some(Format::Anthropic),
                 Some("image_url" | "input_audio" | "file" | "refusal") => return Some(Format::OpenAi),
+                Some("input_text" | "output_text" | "input_image" | "input_file") => {
+                    return Some(Format::Responses)
+                }
                 _ => {}
             }
         }
@@ -76,6 +110,20 @@ mod tests {
         assert_eq!(detect(&json!({"system": "s", "messages": []})), Format::Anthropic);
         let tool = json!({"messages": [{"role": "tool", "tool_call_id": "x", "content": "r"}]});
         assert_eq!(detect(&tool), Format::OpenAi);
+    }
+
+    #[test]
+    fn responses_items_and_bodies_are_recognised_by_shape() {
+        let items = json!([{"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]);
+        assert_eq!(detect(&items), Format::Responses);
+        assert_eq!(detect(&json!([{"type": "message", "role": "user", "content": "hi"}])), Format::Responses);
+        let parts = json!([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]);
+        assert_eq!(detect(&parts), Format::Responses);
+        assert_eq!(detect(&json!({"model": "gpt-5", "input": "hi"})), Format::Responses);
+        assert_eq!(detect(&json!({"instructions": "be brief", "input": []})), Format::Responses);
+        // a plain message decides nothing
+        assert_eq!(verdict(&json!([{"role": "user", "content": "hi"}])), None);
     }
 
     #[test]

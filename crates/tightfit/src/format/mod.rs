@@ -1,4 +1,5 @@
-//! Wire formats: reading and writing OpenAI Chat Completions and Anthropic Messages.
+//! Wire formats: reading and writing OpenAI Chat Completions, OpenAI Responses and Anthropic
+//! Messages.
 //!
 //! Reading is lossless: every field tightfit does not interpret is kept in an `extra` map and
 //! written back, so `write(parse(json)) == json` (as JSON values) for any input the reader
@@ -6,23 +7,26 @@
 //! the path (`messages[12].tool_calls[0].function.arguments: expected a string, found null`).
 //!
 //! An input is either a bare JSON array of messages or an object with a `messages` array (a
-//! request body, or any record that carries one — its other fields are kept).
+//! request body, or any record that carries one — its other fields are kept); for the
+//! Responses API, an array of input items or an object with `input`.
 
 mod anthropic;
 mod common;
 mod content;
 mod convert;
+mod convert_responses;
 mod detect;
 mod foreign;
 mod openai;
 pub(crate) mod path;
+mod responses;
 
 use serde_json::Value;
 
 use crate::message::{Extra, Message, Tool};
 
 pub use convert::{convert, Conversion};
-pub use detect::{detect, message_verdict, verdict};
+pub use detect::{detect, list_verdict, message_verdict, verdict};
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +36,8 @@ pub enum Format {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses API input items (`input`, `instructions`).
+    Responses,
 }
 
 impl Format {
@@ -40,6 +46,7 @@ impl Format {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
         }
     }
 }
@@ -51,7 +58,8 @@ impl std::str::FromStr for Format {
         match s {
             "openai" => Ok(Format::OpenAi),
             "anthropic" => Ok(Format::Anthropic),
-            other => Err(format!("unknown format {other:?} (expected openai or anthropic)")),
+            "responses" => Ok(Format::Responses),
+            other => Err(format!("unknown format {other:?} (expected openai, anthropic or responses)")),
         }
     }
 }
@@ -121,6 +129,14 @@ pub struct RequestFields {
     pub max_tokens: Option<u64>,
     /// OpenAI `max_completion_tokens` (reasoning models).
     pub max_completion_tokens: Option<u64>,
+    /// OpenAI Responses `max_output_tokens`.
+    pub max_output_tokens: Option<u64>,
+    /// OpenAI Responses: the request had `instructions`, read as its leading system message
+    /// and written back there.
+    pub instructions: bool,
+    /// OpenAI Responses: `input` was a string, written back as one while the history is still
+    /// that one plain user message.
+    pub input_string: bool,
     /// Every other field, in order (`temperature`, `stream`, or a record's `id` and `meta`).
     pub extra: Extra,
 }
@@ -128,7 +144,7 @@ pub struct RequestFields {
 impl RequestFields {
     /// The output tokens the request reserves, if it says.
     pub fn reserved_output(&self) -> Option<u64> {
-        self.max_completion_tokens.or(self.max_tokens)
+        self.max_completion_tokens.or(self.max_output_tokens).or(self.max_tokens)
     }
 }
 
@@ -166,6 +182,7 @@ pub fn parse_value(value: Value, hint: FormatHint) -> Result<Conversation, Forma
     match format {
         Format::OpenAi => openai::read_document(value),
         Format::Anthropic => anthropic::read_document(value),
+        Format::Responses => responses::read_document(value),
     }
 }
 
@@ -178,6 +195,7 @@ pub fn to_value(conversation: &Conversation, format: Format) -> Value {
         match format {
             Format::OpenAi => openai::write_document(conversation),
             Format::Anthropic => anthropic::write_document(conversation),
+            Format::Responses => responses::write_document(conversation),
         }
     } else {
         let converted = convert(conversation, format);
@@ -192,6 +210,7 @@ pub fn request_to_string<M: std::borrow::Borrow<Message>>(messages: &[M], like: 
     match like.format {
         Format::OpenAi => openai::write_request(messages, like),
         Format::Anthropic => anthropic::write_request(messages, like),
+        Format::Responses => responses::write_request(messages, like),
     }
     .to_string()
 }
@@ -203,7 +222,7 @@ pub fn to_string(conversation: &Conversation, format: Format) -> String {
 
 /// Reads a bare list of messages in `format` (no request envelope).
 pub fn parse_messages(value: Value, format: Format) -> Result<Vec<Message>, FormatError> {
-    let items = path::array(value, &path::Path::root("messages"))?;
+    let items = path::array(value, &path::Path::root(list_name(format)))?;
     let conversation = parse_value(Value::Array(items), FormatHint::Exactly(format))?;
     Ok(conversation.messages)
 }
@@ -212,11 +231,20 @@ pub fn parse_messages(value: Value, format: Format) -> Result<Vec<Message>, Form
 /// `messages[index]`). Reading a list message by message gives the messages
 /// [`parse_messages`] gives, for a caller that keeps the messages it read before.
 pub fn parse_message(value: Value, format: Format, index: usize) -> Result<Message, FormatError> {
-    let list = path::Path::root("messages");
+    let list = path::Path::root(list_name(format));
     let at = list.index(index);
     match format {
         Format::OpenAi => openai::read_message(value, &at),
         Format::Anthropic => anthropic::read_message(value, &at, true),
+        Format::Responses => responses::read_item(value, &at),
+    }
+}
+
+/// What a format calls its list of messages, for error paths: `messages`, or `input`.
+fn list_name(format: Format) -> &'static str {
+    match format {
+        Format::Responses => "input",
+        _ => "messages",
     }
 }
 
@@ -227,6 +255,7 @@ pub fn messages_to_value(messages: &[Message], format: Format) -> Value {
     let write = match format {
         Format::OpenAi => openai::write_message,
         Format::Anthropic => anthropic::write_message,
+        Format::Responses => responses::write_item,
     };
     Value::Array(messages.iter().map(write).collect())
 }

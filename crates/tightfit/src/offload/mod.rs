@@ -303,8 +303,9 @@ fn recall_blob(store: &dyn Store, handle: &str, manifest_allowed: bool) -> Resul
 }
 
 /// The recall tool's schema, for a caller to offer the model beside its own tools: OpenAI
-/// Chat Completions' `{"type": "function", "function": {...}}` or Anthropic's `{"name",
-/// "description", "input_schema"}`.
+/// Chat Completions' `{"type": "function", "function": {...}}`, OpenAI Responses' flat
+/// `{"type": "function", "name", ...}` or Anthropic's `{"name", "description",
+/// "input_schema"}`.
 pub fn recall_tool(format: Format) -> Value {
     let description = "Read back messages that were offloaded from this conversation to fit the context \
         window. Placeholders in the conversation name a handle (\"tf-\" and 16 hex digits); this returns \
@@ -323,6 +324,9 @@ pub fn recall_tool(format: Format) -> Value {
         Format::Anthropic => {
             json!({"name": RECALL_TOOL, "description": description, "input_schema": parameters})
         }
+        Format::Responses => json!({
+            "type": "function", "name": RECALL_TOOL, "description": description, "parameters": parameters
+        }),
         _ => json!({
             "type": "function",
             "function": {"name": RECALL_TOOL, "description": description, "parameters": parameters}

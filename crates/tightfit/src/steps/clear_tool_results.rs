@@ -31,7 +31,7 @@ use super::shared::cut::{plan_cut, TRUNCATED_MARKER};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::calls::{result_keys, CallKeyRef, ResultAt};
 use crate::history::History;
-use crate::message::{Arguments, CallStyle, ContentForm, Part, TextPart};
+use crate::message::{Arguments, CallStyle, ContentForm, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
@@ -389,11 +389,13 @@ fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
     for (u, unit) in history.units().iter().enumerate() {
         calls.clear();
         if unit.kind == UnitKind::AssistantStep {
-            let start = unit.messages.start;
-            for (p, part) in history.message(start).parts.iter().enumerate() {
-                if let Part::ToolCall(c) = part {
-                    let key = CallKeyRef::of_call(c.id.as_deref(), &c.name);
-                    calls.entry(key).or_insert((c.name.as_str(), start, p));
+            // the step's assistant messages: one, or the items of one Responses response
+            for at in unit.messages.clone().take_while(|&i| history.message(i).role == Role::Assistant) {
+                for (p, part) in history.message(at).parts.iter().enumerate() {
+                    if let Part::ToolCall(c) = part {
+                        let key = CallKeyRef::of_call(c.id.as_deref(), &c.name);
+                        calls.entry(key).or_insert((c.name.as_str(), at, p));
+                    }
                 }
             }
         }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::calls::{calls_of, results_of, CallKey, ResultAt};
 use crate::history::History;
-use crate::message::{ContentForm, Part};
+use crate::message::{ContentForm, Part, Role};
 use crate::plan::ChangeKind;
 use crate::units::UnitKind;
 
@@ -35,18 +35,21 @@ pub(crate) fn call_sites(history: &History<'_>) -> Vec<CallSite> {
         if unit.kind != UnitKind::AssistantStep {
             continue;
         }
-        let start = unit.messages.start;
         let mut by_key: HashMap<CallKey, usize> = HashMap::new();
-        for (part, key, name) in calls_of(history.message(start)) {
-            by_key.entry(key.clone()).or_insert(sites.len());
-            sites.push(CallSite {
-                unit: u,
-                message: start,
-                part,
-                key,
-                name: name.to_string(),
-                results: vec![],
-            });
+        // the step's assistant messages: one, or the items of one Responses response
+        let callers = unit.messages.clone().take_while(|&i| history.message(i).role == Role::Assistant);
+        for at in callers {
+            for (part, key, name) in calls_of(history.message(at)) {
+                by_key.entry(key.clone()).or_insert(sites.len());
+                sites.push(CallSite {
+                    unit: u,
+                    message: at,
+                    part,
+                    key,
+                    name: name.to_string(),
+                    results: vec![],
+                });
+            }
         }
         for i in unit.messages.start + 1..unit.messages.end {
             for (key, at) in results_of(history.message(i), i) {
@@ -86,7 +89,9 @@ pub(crate) fn remove_calls(history: &mut History<'_>, doomed: &[CallSite], reaso
     doomed.len()
 }
 
-/// Removes calls of one step (all `sites` share the assistant message) and their results.
+/// Removes calls of one step and their results: the results first, from the last back, then
+/// the calls, message by message from the last back (a Responses step holds its calls in
+/// several messages, all before the results), so every index stays put until it is used.
 fn remove_in_step(history: &mut History<'_>, sites: &[&CallSite], reason: &str) {
     let ids: Vec<&str> = sites.iter().map(|s| s.key.as_str()).collect();
     let mut results: Vec<ResultAt> = sites.iter().flat_map(|s| s.results.iter().copied()).collect();
@@ -98,10 +103,28 @@ fn remove_in_step(history: &mut History<'_>, sites: &[&CallSite], reason: &str) 
         remove_results(history, message, &results[at..at + same], &ids, reason);
         at += same;
     }
-    let caller = sites[0].message;
+    let mut callers: Vec<usize> = sites.iter().map(|s| s.message).collect();
+    callers.sort_unstable();
+    callers.dedup();
+    for &caller in callers.iter().rev() {
+        let mine: Vec<&&CallSite> = sites.iter().filter(|s| s.message == caller).collect();
+        let ids: Vec<&str> = mine.iter().map(|s| s.key.as_str()).collect();
+        remove_from_caller(history, caller, mine.iter().map(|s| s.part), &ids, reason);
+    }
+}
+
+/// Removes the call parts `parts` from the assistant message `caller`, or the message when
+/// nothing else is left of it.
+fn remove_from_caller(
+    history: &mut History<'_>,
+    caller: usize,
+    parts: impl Iterator<Item = usize>,
+    ids: &[&str],
+    reason: &str,
+) {
     let mut gone = vec![false; history.message(caller).parts.len()];
-    for site in sites {
-        gone[site.part] = true;
+    for part in parts {
+        gone[part] = true;
     }
     let left = history.message(caller).parts.iter().enumerate().any(|(i, p)| !gone[i] && says_something(p));
     if !left {
