@@ -56,25 +56,25 @@ struct Fitted {
     plan: Plan,
 }
 
+/// How many conversations a batch holds per worker thread: enough to keep every worker
+/// busy while one finishes a long conversation, few enough that memory stays a few lines per
+/// worker.
+const BATCH_PER_WORKER: usize = 4;
+
 /// Fits every conversation of `file`; returns `Ok(false)` when some could not be fitted (each
 /// reported on standard error with its line; the others are still written). Of JSON Lines,
 /// output line k is always input line k's: a line that failed is an error record
 /// (`{"tightfit_error": {"line", "error"}}`) or, with `--on-error keep`, the line as it came;
 /// a closing line on standard error sums the file up.
+///
+/// JSON Lines are streamed: read a line at a time, fitted in batches of
+/// [`BATCH_PER_WORKER`] lines per worker on all cores, and each batch written (in input
+/// order) and flushed before the next is taken. Memory is bounded by the longest lines times
+/// the batch, not by the file, and the first answers come out while the input still comes in.
 pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Options) -> anyhow::Result<bool> {
-    let (name, records) = input::read(file)?;
     let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
-    let progress = input::progress_bar(records.len());
-    let results: Vec<Result<Fitted, String>> = records
-        .par_iter()
-        .map_init(Fitter::new, |fitter, record| {
-            let result = fit_record(fitter, registry, fixed_model, pipeline, record, options);
-            progress.inc(1);
-            result.map_err(|e| format!("{e:#}"))
-        })
-        .collect();
-    progress.finish_and_clear();
-
+    let mut input = input::stream(file, rayon::current_num_threads() * BATCH_PER_WORKER)?;
+    let name = input.name.clone();
     let mut out: Box<dyn Write> = match &options.output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
@@ -87,79 +87,125 @@ pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Opti
         ))),
         None => None,
     };
-    let stderr = std::io::stderr();
-    let mut err = stderr.lock();
-    let single = records.len() == 1;
+    let mut batch = input.next_batch()?.unwrap_or_default();
+    let single = input.only(&mut batch)?;
+    let progress = if single { indicatif::ProgressBar::hidden() } else { input::progress_counter() };
+    let mut totals = Totals::default();
     let mut ok = true;
-    let (mut failed, mut before, mut after) = (0, 0, 0);
-    for (record, result) in records.iter().zip(&results) {
-        match result {
-            Ok(f) => {
-                before += f.report.original_token_count;
-                after += f.report.compressed_token_count;
-                out.write_all(f.text.as_bytes())?;
-                out.write_all(b"\n")?;
-                if let Some(plans) = plans.as_mut() {
-                    serde_json::to_writer(&mut *plans, &f.plan)?;
-                    plans.write_all(b"\n")?;
-                }
-                if options.json_report {
-                    let mut report = serde_json::to_value(&f.report)?;
-                    if let Value::Object(map) = &mut report {
-                        map.insert("line".into(), json!(f.line));
-                        if let Some(id) = &f.id {
-                            map.insert("id".into(), id.clone());
-                        }
-                    }
-                    writeln!(err, "{report}")?;
-                } else {
-                    write_report(&mut err, &name, f, single)?;
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                ok = false;
-                if options.json_report {
-                    writeln!(err, "{}", json!({"line": record.line, "error": e}))?;
-                } else {
-                    writeln!(err, "tightfit: {name}:{}: {e}", record.line)?;
-                }
-                if !single {
-                    // the output stays line for line with the input
-                    match (&record.text, options.keep_failed) {
-                        (Ok(text), true) => out.write_all(text.as_bytes())?,
-                        _ => serde_json::to_writer(
-                            &mut out,
-                            &json!({"tightfit_error": {"line": record.line, "error": e}}),
-                        )?,
-                    }
-                    out.write_all(b"\n")?;
-                }
-            }
+    loop {
+        let results: Vec<Result<Fitted, String>> = batch
+            .par_iter()
+            .map_init(Fitter::new, |fitter, record| {
+                let result = fit_record(fitter, registry, fixed_model, pipeline, record, options);
+                progress.inc(1);
+                result.map_err(|e| format!("{e:#}"))
+            })
+            .collect();
+        for (record, result) in batch.iter().zip(&results) {
+            ok &=
+                write_result(record, result, &name, single, options, &mut out, plans.as_mut(), &mut totals)?;
+        }
+        out.flush()?;
+        if let Some(plans) = plans.as_mut() {
+            plans.flush()?;
+        }
+        match input.next_batch()? {
+            Some(next) => batch = next,
+            None => break,
         }
     }
+    progress.finish_and_clear();
     if !single {
-        let done = records.len() - failed;
+        let mut err = std::io::stderr().lock();
+        let Totals { conversations, failed, before, after } = totals;
+        let done = conversations - failed;
         if options.json_report {
-            let summary = json!({"conversations": records.len(), "fitted": done, "failed": failed,
+            let summary = json!({"conversations": conversations, "fitted": done, "failed": failed,
                 "tokens_before": before, "tokens_after": after});
             writeln!(err, "{}", json!({ "summary": summary }))?;
         } else {
             writeln!(
                 err,
                 "{name}: {} conversations, {} fitted ({} -> {} tokens), {failed} failed",
-                thousands(records.len() as u64),
+                thousands(conversations as u64),
                 thousands(done as u64),
                 thousands(before as u64),
                 thousands(after as u64),
             )?;
         }
     }
-    out.flush()?;
-    if let Some(plans) = plans.as_mut() {
-        plans.flush()?;
-    }
     Ok(ok)
+}
+
+/// What the closing summary line adds up.
+#[derive(Default)]
+struct Totals {
+    conversations: usize,
+    failed: usize,
+    before: usize,
+    after: usize,
+}
+
+/// Writes one record's result: the fitted text (or, of JSON Lines, its error record or the
+/// line as it came), its plan, its report. Returns whether it was fitted.
+#[allow(clippy::too_many_arguments)]
+fn write_result(
+    record: &Record,
+    result: &Result<Fitted, String>,
+    name: &str,
+    single: bool,
+    options: &Options,
+    out: &mut dyn Write,
+    plans: Option<&mut Box<dyn Write>>,
+    totals: &mut Totals,
+) -> anyhow::Result<bool> {
+    let mut err = std::io::stderr().lock();
+    totals.conversations += 1;
+    match result {
+        Ok(f) => {
+            totals.before += f.report.original_token_count;
+            totals.after += f.report.compressed_token_count;
+            out.write_all(f.text.as_bytes())?;
+            out.write_all(b"\n")?;
+            if let Some(plans) = plans {
+                serde_json::to_writer(&mut *plans, &f.plan)?;
+                plans.write_all(b"\n")?;
+            }
+            if options.json_report {
+                let mut report = serde_json::to_value(&f.report)?;
+                if let Value::Object(map) = &mut report {
+                    map.insert("line".into(), json!(f.line));
+                    if let Some(id) = &f.id {
+                        map.insert("id".into(), id.clone());
+                    }
+                }
+                writeln!(err, "{report}")?;
+            } else {
+                write_report(&mut err, name, f, single)?;
+            }
+            Ok(true)
+        }
+        Err(e) => {
+            totals.failed += 1;
+            if options.json_report {
+                writeln!(err, "{}", json!({"line": record.line, "error": e}))?;
+            } else {
+                writeln!(err, "tightfit: {name}:{}: {e}", record.line)?;
+            }
+            if !single {
+                // the output stays line for line with the input
+                match (&record.text, options.keep_failed) {
+                    (Ok(text), true) => out.write_all(text.as_bytes())?,
+                    _ => serde_json::to_writer(
+                        &mut *out,
+                        &json!({"tightfit_error": {"line": record.line, "error": e}}),
+                    )?,
+                }
+                out.write_all(b"\n")?;
+            }
+            Ok(false)
+        }
+    }
 }
 
 fn fit_record(

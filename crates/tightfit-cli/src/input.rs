@@ -1,7 +1,8 @@
 //! Reading the conversations of an input file: one JSON document, or JSON Lines.
 
-use std::io::{IsTerminal, Read};
+use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::path::Path;
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 
 use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -39,7 +40,152 @@ pub fn read(path: &Path) -> anyhow::Result<(String, Vec<Record>)> {
         (path.display().to_string(), bytes)
     };
     let by_extension = path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson");
-    let records = if by_extension || looks_like_json_lines(&String::from_utf8_lossy(&bytes)) {
+    Ok((name, records_of(bytes, by_extension)))
+}
+
+/// The conversations of an input, read on a thread of their own as they are needed: JSON
+/// Lines are read a line at a time, so what is held at once is a few lines per worker, not
+/// the file (see [`stream`]).
+pub struct Stream {
+    /// The input's name for messages (`<stdin>` or the path).
+    pub name: String,
+    records: Receiver<anyhow::Result<Record>>,
+    /// How many records a batch holds at most.
+    batch: usize,
+}
+
+impl Stream {
+    /// The next batch of records, in input order: it waits for one, then takes what else is
+    /// already read, up to the batch size, without waiting (so a slow producer on standard
+    /// input gets each answer as soon as its line is in). `None` at the end of the input.
+    ///
+    /// # Errors
+    ///
+    /// When the input could not be read; the records before the failure came in earlier
+    /// batches.
+    pub fn next_batch(&mut self) -> anyhow::Result<Option<Vec<Record>>> {
+        let Ok(first) = self.records.recv() else {
+            return Ok(None);
+        };
+        let mut batch = vec![first?];
+        while batch.len() < self.batch {
+            match self.records.try_recv() {
+                Ok(record) => batch.push(record?),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        Ok(Some(batch))
+    }
+
+    /// Whether the input holds exactly `first` and nothing more: waits for the next record
+    /// or the end (a single conversation is reported in detail, not as a line of a file).
+    /// Reads ahead by one record at most; the record read is kept for the next batch.
+    pub fn only(&mut self, first: &mut Vec<Record>) -> anyhow::Result<bool> {
+        if first.len() != 1 {
+            return Ok(false);
+        }
+        match self.records.recv() {
+            Ok(next) => {
+                first.push(next?);
+                Ok(false)
+            }
+            Err(_) => Ok(true),
+        }
+    }
+}
+
+/// Starts reading `path` (`-` for standard input) as [`read`] does, on a thread of its own.
+///
+/// JSON Lines (by the name's `.jsonl` or `.ndjson`, or a first non-blank line that is a
+/// whole JSON document) are read a line at a time and handed over in batches of at most
+/// `batch` records, at most `2 × batch` read ahead: memory is bounded by the longest lines
+/// times the batch, not by the file. Anything else (one pretty-printed document, or JSON
+/// Lines whose first line is broken) is read whole, as [`read`] reads it.
+pub fn stream(path: &Path, batch: usize) -> anyhow::Result<Stream> {
+    let batch = batch.max(1);
+    let (name, source): (String, Box<dyn BufRead + Send>) = if path == Path::new("-") {
+        ("<stdin>".to_string(), Box::new(BufReader::new(std::io::stdin())))
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        (path.display().to_string(), Box::new(BufReader::new(file)))
+    };
+    let by_extension = path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson");
+    let (sender, records) = mpsc::sync_channel(batch);
+    let what = name.clone();
+    std::thread::Builder::new()
+        .name("tightfit-input".into())
+        .spawn(move || read_records(source, by_extension, &what, &sender))
+        .context("cannot start the input reader")?;
+    Ok(Stream { name, records, batch })
+}
+
+/// The reader thread: sends the records of `source` until the end, an error, or the
+/// receiver hangs up.
+fn read_records(
+    mut source: Box<dyn BufRead + Send>,
+    jsonl: bool,
+    name: &str,
+    out: &SyncSender<anyhow::Result<Record>>,
+) {
+    let mut number = 0;
+    let mut head = Vec::new();
+    let mut line = Vec::new();
+    let mut lines_mode = jsonl;
+    loop {
+        line.clear();
+        match source.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = out.send(Err(anyhow!(e).context(format!("cannot read {name}"))));
+                return;
+            }
+        }
+        number += 1;
+        if !lines_mode {
+            head.extend_from_slice(&line);
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            // The first non-blank line decides: a whole document by itself means JSON Lines
+            // (one line and nothing more is one record either way); else read it all.
+            if serde_json::from_slice::<serde::de::IgnoredAny>(line.trim_ascii()).is_err() {
+                if let Err(e) = source.read_to_end(&mut head) {
+                    let _ = out.send(Err(anyhow!(e).context(format!("cannot read {name}"))));
+                    return;
+                }
+                for record in records_of(head, false) {
+                    if out.send(Ok(record)).is_err() {
+                        return;
+                    }
+                }
+                return;
+            }
+            lines_mode = true;
+        }
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        let bytes = line.strip_suffix(b"\n").unwrap_or(&line);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        if out.send(Ok(Record { line: number, text: utf8(bytes.to_vec(), "line") })).is_err() {
+            return;
+        }
+    }
+    if !lines_mode {
+        // nothing but blank lines: one (empty) document, as `read` has it
+        for record in records_of(head, false) {
+            if out.send(Ok(record)).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The records of a whole input: JSON Lines when `jsonl` or when it looks like them, else
+/// one document.
+fn records_of(bytes: Vec<u8>, jsonl: bool) -> Vec<Record> {
+    if jsonl || looks_like_json_lines(&String::from_utf8_lossy(&bytes)) {
         bytes
             .split(|&b| b == b'\n')
             .enumerate()
@@ -51,8 +197,7 @@ pub fn read(path: &Path) -> anyhow::Result<(String, Vec<Record>)> {
             .collect()
     } else {
         vec![Record { line: 1, text: utf8(bytes, "file") }]
-    };
-    Ok((name, records))
+    }
 }
 
 /// Whether `text` is several JSON documents, one per line, rather than one document: it is
@@ -124,6 +269,19 @@ pub fn model<'r>(
         .and_then(|r| r.model.as_deref())
         .ok_or_else(|| anyhow!("no model: pass --model, or give a request body with `model`"))?;
     Ok(registry.lookup(name)?)
+}
+
+/// A progress counter on standard error for conversations read as a stream (their number
+/// unknown ahead), hidden unless standard error is a terminal.
+pub fn progress_counter() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {pos} conversations {elapsed}") {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// A progress bar on standard error for `len` conversations, hidden unless standard error is

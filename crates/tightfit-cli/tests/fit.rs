@@ -381,3 +381,93 @@ fn a_summarizer_endpoint_that_refuses_leaves_the_extractive_summary_and_says_why
         stderr(&missing)
     );
 }
+
+/// The conversations of a real file, as JSON Lines with a request envelope around each:
+/// `meta` first, then the messages, then `model` (not the order tightfit writes a body in).
+fn envelopes(file: &str, count: usize) -> Vec<String> {
+    std::fs::read_to_string(shared(file))
+        .unwrap()
+        .lines()
+        .take(count)
+        .enumerate()
+        .map(|(i, line)| {
+            let record: Value = serde_json::from_str(line).unwrap();
+            format!(
+                r#"{{"meta":{{"n":{i},"z":true,"a":false}},"messages":{},"zeta":"last?","model":"gpt-4o","id":"c{i}"}}"#,
+                record["messages"]
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn json_lines_are_streamed_answers_come_before_the_input_ends() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let lines = envelopes("data/agent_tau_bench_airline_gpt4o.jsonl", 12);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tightfit"))
+        .args(["fit", "-", "--budget", "2000"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let output = BufReader::new(child.stdout.take().unwrap());
+    let (sender, answers_in) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for answer in output.lines() {
+            sender.send(answer.unwrap() + "\n").unwrap();
+        }
+    });
+    // The first half goes in; its answers come out while standard input is still open (a
+    // reader of the whole input first would never answer: the test would time out).
+    for line in &lines[..6] {
+        writeln!(input, "{line}").unwrap();
+    }
+    input.flush().unwrap();
+    let mut answers = Vec::new();
+    for i in 0..6 {
+        let wait = std::time::Duration::from_secs(60);
+        let answer =
+            answers_in.recv_timeout(wait).unwrap_or_else(|_| panic!("no answer {i} while the input is open"));
+        answers.push(answer);
+    }
+    for line in &lines[6..] {
+        writeln!(input, "{line}").unwrap();
+    }
+    drop(input);
+    answers.extend(answers_in.iter());
+    assert!(child.wait().unwrap().success());
+    assert_eq!(answers.len(), 12);
+    for (i, answer) in answers.iter().enumerate() {
+        let body: Value = serde_json::from_str(answer).unwrap();
+        // in input order, with the envelope's keys where they came
+        assert_eq!(body["id"], format!("c{i}"), "answer {i}");
+        let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["meta", "messages", "zeta", "model", "id"], "answer {i}");
+        assert!(answer.starts_with(&format!(r#"{{"meta":{{"n":{i},"z":true,"a":false}},"messages":"#)));
+    }
+}
+
+#[test]
+fn streamed_json_lines_keep_their_order_on_several_workers() {
+    // More lines than one batch, of very different lengths, so that workers finish out of
+    // order: the output is still line for line with the input.
+    let mut lines = envelopes("data/agent_mini_swe_deepseek.jsonl", 20);
+    lines.extend(envelopes("data/chat_hh_rlhf_harmless_test.jsonl", 60));
+    let input = lines.join("\n") + "\n";
+    let output =
+        crate::tightfit_env(&["fit", "-", "--budget", "3000"], Some(&input), &[("RAYON_NUM_THREADS", "3")]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answers: Vec<Value> = stdout(&output).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), lines.len());
+    for (i, (answer, line)) in answers.iter().zip(&lines).enumerate() {
+        let original: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(answer["id"], original["id"], "line {}", i + 1);
+        assert_eq!(answer["meta"], original["meta"]);
+    }
+    assert!(stderr(&output).contains("<stdin>: 80 conversations, 80 fitted"), "{}", stderr(&output));
+}

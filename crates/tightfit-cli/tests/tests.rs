@@ -23,8 +23,14 @@ fn shared(relative: &str) -> PathBuf {
 }
 
 fn tightfit(args: &[&str], stdin: Option<&str>) -> Output {
+    tightfit_env(args, stdin, &[])
+}
+
+/// As [`tightfit`], with these environment variables set.
+fn tightfit_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tightfit"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

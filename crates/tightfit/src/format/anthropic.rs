@@ -11,12 +11,12 @@ use std::borrow::Borrow;
 use serde_json::{Map, Value};
 
 use super::common::{
-    extend_missing, read_block_content, read_request_fields, write_block, write_block_content,
+    extend_missing, in_input_order, read_block_content, read_request_fields, write_block, write_block_content,
 };
 use super::content::take_tools;
 use super::foreign;
 use super::path::{array, object, string, take, take_non_null, Path};
-use super::{Conversation, Format, FormatError};
+use super::{Conversation, Format, FormatError, RequestFields};
 use crate::message::{ContentForm, Extra, Message, Role, Tool, ToolStyle};
 
 pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
@@ -29,6 +29,7 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
         }),
         Value::Object(mut map) => {
             let root = Path::root("");
+            let key_order: Vec<String> = map.keys().cloned().collect();
             let mut messages = Vec::new();
             if let Some(system) = take_non_null(&mut map, "system") {
                 let (content_form, parts) = read_block_content(system, &root.key("system"))?;
@@ -47,7 +48,7 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
             let at = root.key("messages");
             messages.extend(read_messages(array(list, &at)?, &at, false)?);
             let tools = take_tools(&mut map, &root, read_tools)?;
-            let request = read_request_fields(map, &root)?;
+            let request = RequestFields { key_order, ..read_request_fields(map, &root)? };
             Ok(Conversation { format: Format::Anthropic, messages, tools, request: Some(request) })
         }
         other => Err(Path::root("").expected("an array of messages or an object", &other)),
@@ -166,7 +167,7 @@ pub(super) fn write_request<M: Borrow<Message>>(messages: &[M], conversation: &C
         out.insert("max_completion_tokens".into(), n.into());
     }
     extend_missing(&mut out, &request.extra);
-    Value::Object(out)
+    Value::Object(in_input_order(out, &request.key_order))
 }
 
 /// The top-level `system` value: a string when there is one plain-text system message, text

@@ -44,6 +44,22 @@ pub(super) fn read_request_fields(
     Ok(fields)
 }
 
+/// `out` with the keys of `order` first, in that order, then its other keys as they are:
+/// a body is written back with its keys where they came.
+pub(super) fn in_input_order(mut out: Map<String, Value>, order: &[String]) -> Map<String, Value> {
+    if order.is_empty() {
+        return out;
+    }
+    let mut ordered = Map::with_capacity(out.len());
+    for key in order {
+        if let Some(value) = out.shift_remove(key) {
+            ordered.insert(key.clone(), value);
+        }
+    }
+    ordered.extend(out);
+    ordered
+}
+
 /// Adds the extra fields that the typed fields did not already write.
 pub(super) fn extend_missing(out: &mut Map<String, Value>, extra: &Extra) {
     for (key, value) in extra {

@@ -139,6 +139,10 @@ pub struct RequestFields {
     pub input_string: bool,
     /// Every other field, in order (`temperature`, `stream`, or a record's `id` and `meta`).
     pub extra: Extra,
+    /// The body's top-level keys in the order they came (`messages`, `tools` and `system`
+    /// among them), so that the body is written back in that order; empty for a body built
+    /// in code, which is written `model`, (`system`), `messages`, `tools`, then the rest.
+    pub key_order: Vec<String>,
 }
 
 impl RequestFields {

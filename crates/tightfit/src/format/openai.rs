@@ -12,11 +12,11 @@ use std::borrow::Borrow;
 
 use serde_json::{Map, Value};
 
-use super::common::{extend_missing, read_part, read_request_fields, write_part};
+use super::common::{extend_missing, in_input_order, read_part, read_request_fields, write_part};
 use super::content::{self, take_tools, write_content};
 use super::foreign;
 use super::path::{array, object, string, take, take_optional_string, Path};
-use super::{Conversation, Format, FormatError};
+use super::{Conversation, Format, FormatError, RequestFields};
 use crate::message::{
     Arguments, CallStyle, ContentForm, Extra, Message, Part, Role, ThinkingOrigin, ThinkingPart, Tool,
     ToolCall, ToolStyle,
@@ -32,12 +32,13 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
         }),
         Value::Object(mut map) => {
             let root = Path::root("");
+            let key_order: Vec<String> = map.keys().cloned().collect();
             let Some(messages) = take(&mut map, "messages") else {
                 return Err(foreign::missing_messages(&map, &root));
             };
             let messages = read_messages(array(messages, &root.key("messages"))?, &root.key("messages"))?;
             let tools = take_tools(&mut map, &root, read_tools)?;
-            let request = read_request_fields(map, &root)?;
+            let request = RequestFields { key_order, ..read_request_fields(map, &root)? };
             Ok(Conversation { format: Format::OpenAi, messages, tools, request: Some(request) })
         }
         other => Err(Path::root("").expected("an array of messages or an object", &other)),
@@ -224,7 +225,7 @@ pub(super) fn write_request<M: Borrow<Message>>(messages: &[M], conversation: &C
         out.insert("max_completion_tokens".into(), n.into());
     }
     extend_missing(&mut out, &request.extra);
-    Value::Object(out)
+    Value::Object(in_input_order(out, &request.key_order))
 }
 
 /// Writes one message in OpenAI form.
