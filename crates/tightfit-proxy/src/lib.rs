@@ -2,7 +2,8 @@
 //! request on its way, so a platform team gets context management without touching agent code
 //! (point `OPENAI_BASE_URL` or `ANTHROPIC_BASE_URL` at it).
 //!
-//! - `POST /v1/chat/completions` and `POST /v1/messages`: the request's conversation is
+//! - `POST /v1/chat/completions`, `POST /v1/responses` (to the OpenAI upstream) and
+//!   `POST /v1/messages`: the request's conversation is
 //!   fitted by a [session](tightfit::session) (the cut stays put across turns, so the
 //!   provider's prompt cache keeps hitting), then forwarded; a request with nothing to do goes
 //!   on byte for byte. Headers say what was done: `x-tightfit-tokens-before`, `-after`,

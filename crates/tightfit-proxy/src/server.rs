@@ -64,6 +64,7 @@ impl App {
     pub fn router(self: Arc<App>) -> Router {
         Router::new()
             .route("/v1/chat/completions", post(chat_completions).fallback(passthrough))
+            .route("/v1/responses", post(responses).fallback(passthrough))
             .route("/v1/messages", post(messages).fallback(passthrough))
             .route("/v1/messages/count_tokens", post(count_tokens).fallback(passthrough))
             .route("/healthz", get(|| async { "ok\n" }))
@@ -380,6 +381,12 @@ async fn chat_completions(State(app): State<Arc<App>>, request: Request) -> Resp
     let mut arrival = app.arrival(&request);
     let result = app.fit_and_forward(Format::OpenAi, "openai", request, &mut arrival).await;
     app.answer("openai", arrival, result)
+}
+
+async fn responses(State(app): State<Arc<App>>, request: Request) -> Response {
+    let mut arrival = app.arrival(&request);
+    let result = app.fit_and_forward(Format::Responses, "responses", request, &mut arrival).await;
+    app.answer("responses", arrival, result)
 }
 
 async fn messages(State(app): State<Arc<App>>, request: Request) -> Response {

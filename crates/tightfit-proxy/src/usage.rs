@@ -6,6 +6,8 @@
 //!   client asked `stream_options.include_usage`); not streamed: the body's `usage`.
 //! - Anthropic, streamed: `message_start`'s `message.usage`, then each `message_delta`'s
 //!   `usage` (cumulative); not streamed: the body's `usage`.
+//! - OpenAI Responses, streamed: `response.completed`'s `response.usage` (`input_tokens`,
+//!   `output_tokens`); not streamed: the body's `usage`.
 //!
 //! Only `data:` lines that mention `"usage"` are parsed. A compressed body (a
 //! `content-encoding`) is not read, nor a JSON body over [`MAX_JSON`] bytes.
@@ -51,6 +53,12 @@ impl Usage {
                     output: n(&usage["output_tokens"]),
                 }
             }
+            Format::Responses => Usage {
+                input: n(&usage["input_tokens"]),
+                cached_input: n(&usage["input_tokens_details"]["cached_tokens"]),
+                cache_write: 0,
+                output: n(&usage["output_tokens"]),
+            },
             _ => Usage {
                 input: n(&usage["prompt_tokens"]),
                 cached_input: n(&usage["prompt_tokens_details"]["cached_tokens"]),
@@ -199,6 +207,8 @@ fn next_usage(api: Format, current: Option<Usage>, event: &Value) -> Option<Usag
             },
             _ => current,
         },
+        // the events carry the response object; only the last one has its usage
+        Format::Responses => Usage::read(api, &event["response"]["usage"]).or(current),
         _ => event.get("usage").and_then(|u| Usage::read(api, u)).or(current),
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{json, Value};
-use tightfit::format::{parse_str, Format, FormatHint};
+use tightfit::format::{convert, messages_to_value, parse_str, Format, FormatHint};
 use tightfit::models::Registry;
 use tightfit::validate::validate;
 use tightfit::Target;
@@ -78,6 +78,37 @@ async fn an_agent_run_over_the_budget_is_fitted_valid_and_within_it() {
 }
 
 #[tokio::test]
+async fn a_responses_api_agent_run_over_the_budget_is_fitted_valid_and_within_it() {
+    let (fake, proxy) = capped(8_000).await;
+    // a real agent run, written as Responses API input items (function_call and
+    // function_call_output paired by call_id)
+    let record = &corpus("data/agent_mini_swe_deepseek.jsonl")[2];
+    let chat = parse_str(&json!({"messages": record["messages"]}).to_string(), FormatHint::Auto).unwrap();
+    let items = convert(&chat, Format::Responses).conversation.messages;
+    let body =
+        json!({"model": "gpt-4o", "input": messages_to_value(&items, Format::Responses), "store": false});
+    let response = client().post(url(&proxy, "/v1/responses")).body(body.to_string()).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+    let before: usize = response.headers()["x-tightfit-tokens-before"].to_str().unwrap().parse().unwrap();
+    let after: usize = response.headers()["x-tightfit-tokens-after"].to_str().unwrap().parse().unwrap();
+    assert!(before > 8_000 && after <= 8_000, "{before} -> {after}");
+    let sent = fake.last();
+    assert_eq!(sent.path, "/v1/responses");
+    let (tokens, violations) = check_forwarded(&sent.body, Format::Responses, "gpt-4o");
+    assert_eq!((tokens, violations), (after, 0));
+    assert!(sent.json()["input"].as_array().unwrap().iter().any(|i| i["type"] == "function_call_output"));
+    assert_eq!(sent.json()["store"], false, "the request's other fields go on as they came");
+    // an overflow nothing can fix is OpenAI's context_length_exceeded, not a 5xx
+    let (_fake, tiny) = capped(10).await;
+    let response = client().post(url(&tiny, "/v1/responses")).body(body.to_string()).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "context_length_exceeded");
+    tiny.stop().await.unwrap();
+    proxy.stop().await.unwrap();
+}
+
+#[tokio::test]
 async fn anthropic_thinking_signatures_go_on_untouched() {
     let (fake, proxy) = capped(6_000).await;
     let records = corpus("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl");
@@ -130,6 +161,12 @@ const OPENAI_STREAM: &[&str] = &[
     "data: [DONE]\n\n",
 ];
 
+const RESPONSES_STREAM: &[&str] = &[
+    "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[],\"usage\":null}}\n\n",
+    "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hi\"}\n\n",
+    "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"output\":[{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hi\"}]}],\"usage\":{\"input_tokens\":2100,\"input_tokens_details\":{\"cached_tokens\":2048},\"output_tokens\":7,\"total_tokens\":2107}}}\n\n",
+];
+
 const ANTHROPIC_STREAM: &[&str] = &[
     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"stop_reason\":null,\"usage\":{\"input_tokens\":12,\"cache_read_input_tokens\":4000,\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}\n\n",
     "event: ping\ndata: {\"type\": \"ping\"}\n\n",
@@ -163,6 +200,7 @@ async fn streams_pass_chunk_by_chunk_byte_identical_and_their_usage_is_read() {
             json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "Hi"}]}),
             ANTHROPIC_STREAM,
         ),
+        ("/v1/responses", json!({"model": "gpt-4o", "stream": true, "input": "Hi"}), RESPONSES_STREAM),
     ];
     for (path, body, stream) in cases {
         let go = Arc::new(Notify::new());
@@ -191,6 +229,9 @@ async fn streams_pass_chunk_by_chunk_byte_identical_and_their_usage_is_read() {
     assert_eq!(metric(&metrics, "tightfit_upstream_cached_input_tokens_total{route=\"openai\"}"), 1152);
     assert_eq!(metric(&metrics, "tightfit_upstream_input_tokens_total{route=\"anthropic\"}"), 4012);
     assert_eq!(metric(&metrics, "tightfit_upstream_output_tokens_total{route=\"anthropic\"}"), 30);
+    assert_eq!(metric(&metrics, "tightfit_upstream_input_tokens_total{route=\"responses\"}"), 2100);
+    assert_eq!(metric(&metrics, "tightfit_upstream_cached_input_tokens_total{route=\"responses\"}"), 2048);
+    assert_eq!(metric(&metrics, "tightfit_upstream_output_tokens_total{route=\"responses\"}"), 7);
     assert_eq!(metric(&metrics, "tightfit_in_flight_requests"), 0);
     proxy.stop().await.unwrap();
 }

@@ -179,6 +179,15 @@ fn async_chunks(
 
 fn default_answer(path: &str) -> Response {
     let (status, body) = match path {
+        "/v1/responses" => (
+            200,
+            json!({
+                "id": "resp_1", "object": "response", "status": "completed", "model": "gpt-4o",
+                "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": "ok", "annotations": []}]}],
+                "usage": {"input_tokens": 10, "output_tokens": 1, "total_tokens": 11}
+            }),
+        ),
         "/v1/chat/completions" => (
             200,
             json!({
