@@ -27,7 +27,7 @@
 use std::fmt::Write;
 use std::ops::Range;
 
-use super::shared::cut::{plan_cut, TRUNCATED_MARKER};
+use super::shared::cut::{plan_cut, until_fits_budget, TRUNCATED_MARKER};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::calls::{result_keys, CallKeyRef, ResultAt};
 use crate::history::History;
@@ -156,16 +156,7 @@ impl Step for ClearToolResults {
     }
 
     fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
-        let budget = match (self.until_fits, cx.budget) {
-            (false, _) => None,
-            (true, Some(budget)) => Some(budget),
-            (true, None) => {
-                return Err(StepError::new(
-                    self.name(),
-                    "`until_fits` needs a token budget: run it inside `fit` or a session",
-                ))
-            }
-        };
+        let budget = until_fits_budget(self.name(), self.until_fits, cx)?;
         if budget.is_some_and(|b| history.total_tokens() <= b) {
             return Ok(());
         }

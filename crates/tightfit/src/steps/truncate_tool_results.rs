@@ -18,7 +18,9 @@
 //! stays valid. Cost: O(length of the results' text) for character limits; for token limits
 //! a tokenization of each result, and a binary search over the ones that are cut.
 
-use super::shared::cut::{check_limit, plan_cut, read_keep_part, read_length, TextCut, TRUNCATED_MARKER};
+use super::shared::cut::{
+    check_limit, plan_cut, read_keep_part, read_length, until_fits_budget, TextCut, TRUNCATED_MARKER,
+};
 use super::{ConfigError, Step, StepContext, StepError, StepKind};
 use crate::calls::ResultAt;
 use crate::history::History;
@@ -139,16 +141,7 @@ impl Step for TruncateToolResults {
     }
 
     fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
-        let budget = match (self.until_fits, cx.budget) {
-            (false, _) => None,
-            (true, Some(budget)) => Some(budget),
-            (true, None) => {
-                return Err(StepError::new(
-                    self.name(),
-                    "`until_fits` needs a token budget: run it inside `fit` or a session",
-                ))
-            }
-        };
+        let budget = until_fits_budget(self.name(), self.until_fits, cx)?;
         let fits = |history: &History<'_>| budget.is_some_and(|b| history.total_tokens() <= b);
         if fits(history) {
             return Ok(());

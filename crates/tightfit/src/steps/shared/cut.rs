@@ -4,6 +4,7 @@
 
 use crate::message::Part;
 use crate::params::{ConfigError, Params};
+use crate::steps::{StepContext, StepError};
 use crate::text::{cut, KeepPart, Length};
 use crate::tokens::TokenCounter;
 
@@ -59,6 +60,23 @@ pub(crate) fn read_keep_part(p: &mut Params) -> Result<Option<KeepPart>, ConfigE
         "head_and_tail" => KeepPart::HeadAndTail,
         _ => KeepPart::Head,
     }))
+}
+
+/// The budget a step that cuts or clears `until_fits` stops at: the call's (`None` when the
+/// step cuts everything it may, `until_fits` off); an error when it must stop at one and the
+/// call has none.
+pub(crate) fn until_fits_budget(
+    step: &str,
+    until_fits: bool,
+    cx: &StepContext<'_>,
+) -> Result<Option<usize>, StepError> {
+    match (until_fits, cx.budget) {
+        (false, _) => Ok(None),
+        (true, Some(budget)) => Ok(Some(budget)),
+        (true, None) => {
+            Err(StepError::new(step, "`until_fits` needs a token budget: run it inside `fit` or a session"))
+        }
+    }
 }
 
 /// How to cut the text parts of one message or result: computed from a shared view, applied
