@@ -113,6 +113,11 @@ fn bare_contents_and_entries_without_a_role_are_written_back_alike() {
     assert_eq!(conversation.request, None);
     assert_eq!(conversation.messages[0].role, Role::User);
     assert_eq!(format::to_value(&conversation, Format::Gemini), contents);
+    // a role on the system instruction is kept as it came
+    let body = json!({"systemInstruction": {"role": "user", "parts": [{"text": "be kind"}]}, "contents": []});
+    let read_body = read(body.clone());
+    assert_eq!(read_body.messages[0].role, Role::System);
+    assert_eq!(format::to_value(&read_body, Format::Gemini), body);
     let messages = format::parse_messages(contents.clone(), Format::Gemini).unwrap();
     assert_eq!(format::messages_to_value(&messages, Format::Gemini), contents);
     // message by message, the made-up ids pair alike
@@ -287,7 +292,7 @@ fn responses_and_anthropic_convert_to_gemini() {
 }
 
 #[test]
-fn a_gemini_model_reads_plain_messages_as_gemini_and_fit_answers_unanswered_calls() {
+fn a_gemini_model_speaks_gemini_and_fit_answers_unanswered_calls_in_its_shape() {
     let registry = tightfit::models::Registry::embedded();
     let model = registry.lookup("gemini-2.5-pro").unwrap();
     assert!(model.speaks_gemini(), "{}", model.qualified_id());

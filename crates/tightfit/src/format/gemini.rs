@@ -51,8 +51,14 @@ pub(super) fn read_document(value: Value) -> Result<Conversation, FormatError> {
             let instructions = match take_non_null(&mut map, "systemInstruction") {
                 Some(value) => {
                     let at = root.key("systemInstruction");
+                    // a `role` on the instruction (the API ignores it) is kept as it came
+                    let role = value.get("role").cloned();
                     let mut message = read_entry(value, &at, Role::System)?;
                     message.role = Role::System;
+                    message.content_form = ContentForm::Parts;
+                    if let Some(role) = role {
+                        message.extra.insert("role".into(), role);
+                    }
                     messages.push(message);
                     true
                 }
@@ -330,9 +336,10 @@ pub(super) fn write_request<M: Borrow<Message>>(messages: &[M], conversation: &C
     if let Some(instruction) = instruction {
         let mut system = write_message(instruction);
         if let Value::Object(map) = &mut system {
-            if map.get("role") == Some(&Value::String("system".into())) {
-                map.shift_remove("role");
-            }
+            match instruction.extra.get("role") {
+                Some(role) => map.insert("role".into(), role.clone()),
+                None => map.shift_remove("role"),
+            };
         }
         out.insert("systemInstruction".into(), system);
     }
