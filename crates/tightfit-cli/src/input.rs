@@ -230,6 +230,7 @@ pub fn parse_for_model(
             let named = || value.get("model").and_then(Value::as_str).and_then(|m| registry.lookup(m).ok());
             match fixed.or_else(named) {
                 Some(model) if model.speaks_anthropic() => FormatHint::Prefer(Format::Anthropic),
+                Some(model) if model.speaks_gemini() => FormatHint::Prefer(Format::Gemini),
                 _ => FormatHint::Auto,
             }
         }

@@ -309,6 +309,8 @@ pub enum FormatArg {
     Anthropic,
     /// OpenAI Responses API input items (`input`, `instructions`).
     Responses,
+    /// Google Gemini `contents` (`parts`, `systemInstruction`).
+    Gemini,
 }
 
 /// `--report`.
@@ -329,6 +331,8 @@ pub enum ProviderArg {
     Anthropic,
     /// OpenAI Responses API rules.
     Responses,
+    /// Gemini API rules.
+    Gemini,
 }
 
 impl ProviderArg {
@@ -337,6 +341,7 @@ impl ProviderArg {
             ProviderArg::Openai => tightfit::format::Format::OpenAi,
             ProviderArg::Anthropic => tightfit::format::Format::Anthropic,
             ProviderArg::Responses => tightfit::format::Format::Responses,
+            ProviderArg::Gemini => tightfit::format::Format::Gemini,
         }
     }
 }
@@ -360,6 +365,7 @@ impl FormatArg {
             FormatArg::Openai => FormatHint::Exactly(Format::OpenAi),
             FormatArg::Anthropic => FormatHint::Exactly(Format::Anthropic),
             FormatArg::Responses => FormatHint::Exactly(Format::Responses),
+            FormatArg::Gemini => FormatHint::Exactly(Format::Gemini),
         }
     }
 }

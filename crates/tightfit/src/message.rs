@@ -251,6 +251,8 @@ pub enum ImageStyle {
     Anthropic,
     /// OpenAI Responses `{"type": "input_image", "image_url", "detail"}` (or a `file_id`).
     Responses,
+    /// A Gemini `{"inlineData": {"mimeType", "data"}}` part of an image type.
+    Gemini,
 }
 
 /// An image.
@@ -312,6 +314,9 @@ pub enum ThinkingOrigin {
     /// `encrypted_content`, and the item's other fields (`id`, the `summary` list as it came)
     /// are in `extra`.
     ResponsesItem,
+    /// A Gemini text part with `"thought": true`: the signature is its `thoughtSignature`,
+    /// the part's other fields are in `extra`.
+    Gemini,
 }
 
 /// Model reasoning.
@@ -379,6 +384,13 @@ pub enum CallStyle {
     ResponsesFunction,
     /// An OpenAI Responses `custom_tool_call` item (free-form `input`).
     ResponsesCustom,
+    /// A Gemini `functionCall` part with an `id` (the part's other fields, such as
+    /// `thoughtSignature`, are in `extra`; the `functionCall` object's in `inner_extra`).
+    Gemini,
+    /// A Gemini `functionCall` part without an `id`: the id is made up on reading
+    /// (`name#n` for the n-th call of that name in its turn, which the n-th `functionResponse`
+    /// of that name in the next turn answers) and not written back.
+    GeminiNoId,
 }
 
 /// A call of a tool by the model.
@@ -455,6 +467,8 @@ pub enum ToolStyle {
     Anthropic,
     /// OpenAI Responses `{"type": "function", "name", "description", "parameters"}`.
     Responses,
+    /// One of Gemini's `functionDeclarations` `{"name", "description", "parameters"}`.
+    Gemini,
     /// Any other tool (a provider's built-in tool), kept verbatim; `name` is its name if any.
     Other,
 }

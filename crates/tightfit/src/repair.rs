@@ -139,16 +139,22 @@ fn answer_unanswered(history: &mut History<'_>, policy: &Repair, lines: &mut Vec
 
 fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[String], text: &str) {
     let detail = format!("synthetic result for calls {ids:?} that got none");
-    if history.provider() == Format::Anthropic {
+    if matches!(history.provider(), Format::Anthropic | Format::Gemini) {
+        let gemini = history.provider() == Format::Gemini;
         let blocks: Vec<Part> = ids
             .iter()
             .map(|id| {
+                let (content_form, is_error, extra) = if gemini {
+                    (ContentForm::Parts, None, gemini_response_fields(history, start, end, id))
+                } else {
+                    (ContentForm::Text, Some(true), Default::default())
+                };
                 Part::ToolResult(ToolResult {
                     tool_use_id: id.clone(),
                     parts: vec![Part::Text(TextPart::new(text))],
-                    content_form: ContentForm::Text,
-                    is_error: Some(true),
-                    extra: Default::default(),
+                    content_form,
+                    is_error,
+                    extra,
                 })
             })
             .collect();
@@ -189,6 +195,25 @@ fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[St
             history.insert(end + offset, message, detail.clone());
         }
     }
+}
+
+/// The fields of a Gemini `functionResponse` answering call `id` of the step: the call's
+/// `name`, and an `id` when the call had one on the wire (written from the result's id).
+fn gemini_response_fields(
+    history: &History<'_>,
+    start: usize,
+    end: usize,
+    id: &str,
+) -> crate::message::Extra {
+    let mut extra = crate::message::Extra::new();
+    let call =
+        (start..end).flat_map(|i| history.message(i).tool_calls()).find(|c| c.id.as_deref() == Some(id));
+    if call.is_none_or(|c| c.style != crate::message::CallStyle::GeminiNoId) {
+        extra.insert("id".into(), serde_json::Value::String(id.into()));
+    }
+    let name = call.map_or(id, |c| c.name.as_str());
+    extra.insert("name".into(), serde_json::Value::String(name.into()));
+    extra
 }
 
 /// Puts a history back in its provider's shape after a step: for Anthropic, turns of the same

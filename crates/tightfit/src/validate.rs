@@ -12,6 +12,11 @@
 //! response (its reasoning, message and calls in a row); and a reasoning item is followed by
 //! the item it produced.
 //!
+//! Gemini: system instructions only at the head (there is no system role inside `contents`);
+//! roles are `user` and `model`; every `functionCall` of a model turn is answered by a
+//! `functionResponse` (by id, or by name in order) in the user turn right after it, with as
+//! many responses as calls, and no response answers a call that turn did not make.
+//!
 //! Anthropic: system prompts only at the head; the first message is a user message; roles
 //! alternate; `tool_result` blocks come first in the user message right after the assistant
 //! message whose `tool_use` they answer, and answer every one of those calls; thinking blocks
@@ -60,11 +65,14 @@ pub enum Rule {
     /// OpenAI Responses: a reasoning item that is not followed by the item it produced (a
     /// message or a call of the same response).
     LoneReasoning,
+    /// Gemini: the user turn after a model turn with `functionCall` parts has a different
+    /// number of `functionResponse` parts than there are calls.
+    ResponseCountMismatch,
 }
 
 impl Rule {
     /// Every rule, in declaration order.
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 15] = [
         Rule::OrphanToolResult,
         Rule::UnansweredToolCall,
         Rule::LeadingToolResult,
@@ -79,6 +87,7 @@ impl Rule {
         Rule::EmptyText,
         Rule::MissingCurrentThinking,
         Rule::LoneReasoning,
+        Rule::ResponseCountMismatch,
     ];
 
     /// The rule's stable snake_case name (`orphan_tool_result`), for machine-readable output
@@ -100,6 +109,7 @@ impl Rule {
             Rule::EmptyText => "empty_text",
             Rule::MissingCurrentThinking => "missing_current_thinking",
             Rule::LoneReasoning => "lone_reasoning",
+            Rule::ResponseCountMismatch => "response_count_mismatch",
         }
     }
 }
@@ -137,6 +147,7 @@ pub fn validate<M: Borrow<Message>>(messages: &[M], provider: Format) -> Vec<Vio
     let mut out = Vec::new();
     match provider {
         Format::Anthropic => anthropic(&messages, &mut out),
+        Format::Gemini => gemini(&messages, &mut out),
         Format::Responses => {
             openai(&messages, provider, &mut out);
             lone_reasoning(&messages, &mut out);
@@ -271,6 +282,90 @@ fn report_unanswered(
         }
     }
     *open = OpenCalls::new([]);
+}
+
+fn gemini(messages: &[&Message], out: &mut Vec<Violation>) {
+    let head = messages.iter().take_while(|m| m.role.is_instruction()).count();
+    // the calls of the model turn before this message that wait for responses, and its index
+    let mut open: OpenCalls<&str> = OpenCalls::new([]);
+    let mut caller: Option<(usize, usize)> = None;
+    for (index, message) in messages.iter().enumerate().skip(head) {
+        let role = message.role;
+        match role {
+            Role::User | Role::Assistant => {}
+            Role::System | Role::Developer => push(
+                out,
+                index,
+                Rule::SystemNotAtStart,
+                "a system message inside contents (Gemini takes it only as the systemInstruction)".into(),
+            ),
+            _ => push(
+                out,
+                index,
+                Rule::UnsupportedRole,
+                format!("the role {:?} is not a Gemini role (user or model)", message.role_name()),
+            ),
+        }
+        let responses: Vec<&str> = message
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolResult(result) => Some(result.tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let previous_caller = caller.take();
+        if let Some((at, calls)) = previous_caller {
+            if !responses.is_empty() && responses.len() != calls {
+                push(
+                    out,
+                    index,
+                    Rule::ResponseCountMismatch,
+                    format!(
+                        "{} functionResponse parts answer the {calls} functionCall parts of contents[{at}]",
+                        responses.len()
+                    ),
+                );
+            }
+        }
+        for id in &responses {
+            match open.first_open(id) {
+                Some(at) => open.close(at),
+                None => push(
+                    out,
+                    index,
+                    Rule::OrphanToolResult,
+                    format!(
+                        "a functionResponse for {id:?} answers no functionCall of the model turn before it"
+                    ),
+                ),
+            }
+        }
+        let caller_at = previous_caller.map_or(index, |(at, _)| at);
+        for id in open.remaining() {
+            push(
+                out,
+                caller_at,
+                Rule::UnansweredToolCall,
+                format!("the functionCall {id:?} gets no functionResponse in the next turn"),
+            );
+        }
+        open = OpenCalls::new([]);
+        if role == Role::Assistant && message.tool_calls().next().is_some() {
+            open = call_ids(std::slice::from_ref(message), index, out);
+            caller = Some((index, message.tool_calls().count()));
+        }
+    }
+    if let Some((at, _)) = caller {
+        for id in open.remaining() {
+            push(
+                out,
+                at,
+                Rule::UnansweredToolCall,
+                format!("the functionCall {id:?} gets no functionResponse"),
+            );
+        }
+    }
 }
 
 fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {

@@ -17,18 +17,30 @@ fn malformed_json_names_line_and_column() {
 }
 
 #[test]
-fn formats_not_read_yet_are_named_never_counted_as_nothing() {
+fn other_formats_are_read_as_such_or_named_never_counted_as_nothing() {
     // a Gemini history: 2,000 words in `parts` would count as a few tokens if read as OpenAI
     let words = "word ".repeat(2_000);
     let gemini = format!(
         r#"[{{"role": "user", "parts": [{{"text": "{words}"}}]}}, {{"role": "model", "parts": [{{"text": "ok"}}]}}]"#
     );
-    let message = error(&gemini);
+    let read = format::parse_str(&gemini, FormatHint::Auto).unwrap();
+    assert_eq!(read.format, format::Format::Gemini);
+    assert_eq!(read.messages[0].text_content().len(), words.len());
+    let message =
+        format::parse_str(&gemini, FormatHint::Exactly(format::Format::OpenAi)).unwrap_err().to_string();
     assert!(message.starts_with("messages[0]: this is a Gemini `contents` entry"), "{message}");
+    assert!(message.contains("read it as format \"gemini\""), "{message}");
+    // a list that mixes the formats names the message that does not belong
     let later = r#"[{"role": "user", "content": "hi"}, {"role": "model", "parts": [{"text": "ok"}]}]"#;
-    assert!(error(later).starts_with("messages[1]: this is a Gemini"), "{}", error(later));
+    assert!(
+        error(later).starts_with("contents[0].content: a Chat Completions or Anthropic message"),
+        "{}",
+        error(later)
+    );
     let body = r#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}"#;
-    assert!(error(body).starts_with("$: this is a Gemini request (`contents`)"), "{}", error(body));
+    let message =
+        format::parse_str(body, FormatHint::Exactly(format::Format::Anthropic)).unwrap_err().to_string();
+    assert!(message.starts_with("$: this is a Gemini request (`contents`)"), "{message}");
     // OpenAI Responses API items are read as such; told to read Chat Completions, the reader
     // names them and says how to read them
     let responses = r#"[{"role": "user", "content": "hi"},
@@ -88,7 +100,7 @@ fn wrong_shapes_name_the_path() {
     );
     assert_eq!(
         error(r#"{"model": "gpt-4o"}"#),
-        "$: expected a list of messages or an object with `messages` (or a Responses request's `input`)"
+        "$: expected a list of messages or an object with `messages` (or a Responses request's `input`, or a Gemini request's `contents`)"
     );
     assert_eq!(error(r#""hello""#), "$: expected an array of messages or an object, found a string");
     assert_eq!(

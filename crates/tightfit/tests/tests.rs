@@ -4,6 +4,7 @@ mod convert;
 mod counting;
 mod errors;
 mod fit;
+mod gemini;
 mod generate;
 mod layers;
 mod models;

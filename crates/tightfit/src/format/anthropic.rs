@@ -201,7 +201,7 @@ pub(super) fn write_message(message: &Message) -> Value {
 fn write_tool(tool: &Tool) -> Value {
     match tool.style {
         ToolStyle::Other => Value::Object(tool.extra.clone()),
-        ToolStyle::OpenAi | ToolStyle::Anthropic | ToolStyle::Responses => {
+        ToolStyle::OpenAi | ToolStyle::Anthropic | ToolStyle::Responses | ToolStyle::Gemini => {
             let mut out = Map::new();
             out.insert("name".into(), Value::String(tool.name.clone()));
             if let Some(description) = &tool.description {

@@ -1,5 +1,7 @@
-//! Converting a conversation between OpenAI Chat Completions, OpenAI Responses and Anthropic
-//! shapes (Responses ⇄ Anthropic goes through Chat Completions; see `convert_responses`).
+//! Converting a conversation between OpenAI Chat Completions, OpenAI Responses, Anthropic and
+//! Gemini shapes (Responses ⇄ Anthropic goes through Chat Completions, see `convert_responses`;
+//! Gemini goes through the Anthropic shape, and on to Chat Completions and Responses from
+//! there, see `convert_gemini`).
 //!
 //! What maps: system prompts (OpenAI system/developer messages ⇄ Anthropic top-level
 //! `system`), tool calls (`tool_calls` ⇄ `tool_use` blocks), tool results (`tool` messages ⇄
@@ -15,6 +17,7 @@ use crate::message::{
 };
 
 use super::common::split_data_uri;
+use super::convert_gemini as gemini;
 use super::convert_responses as responses;
 use super::{Conversation, Format};
 
@@ -28,6 +31,19 @@ fn second_leg(
     let mut own = Vec::new();
     let out = convert(chat, &mut own);
     notes.extend(own.into_iter().map(|n| format!("(in the Chat Completions form) {n}")));
+    out
+}
+
+/// [`second_leg`] from the `form` form (Gemini goes through the Anthropic shape).
+fn second_leg_in(
+    messages: &[Message],
+    notes: &mut Vec<String>,
+    form: &str,
+    convert: fn(&[Message], &mut Vec<String>) -> Vec<Message>,
+) -> Vec<Message> {
+    let mut own = Vec::new();
+    let out = convert(messages, &mut own);
+    notes.extend(own.into_iter().map(|n| format!("(in the {form} form) {n}")));
     out
 }
 
@@ -58,6 +74,24 @@ pub fn convert(conversation: &Conversation, target: Format) -> Conversion {
             let chat = to_openai(messages, &mut notes);
             second_leg(&chat, &mut notes, responses::from_chat)
         }
+        (Format::Gemini, Format::Anthropic) => gemini::to_anthropic(messages, &mut notes),
+        (Format::Anthropic, Format::Gemini) => gemini::from_anthropic(messages, &mut notes),
+        (Format::Gemini, _) if target != Format::Gemini => {
+            let anthropic = gemini::to_anthropic(messages, &mut notes);
+            let chat = second_leg_in(&anthropic, &mut notes, "Anthropic", to_openai);
+            match target {
+                Format::Responses => second_leg(&chat, &mut notes, responses::from_chat),
+                _ => chat,
+            }
+        }
+        (_, Format::Gemini) if conversation.format != Format::Gemini => {
+            let chat = match conversation.format {
+                Format::Responses => responses::to_chat(messages, &mut notes),
+                _ => messages.clone(),
+            };
+            let anthropic = second_leg(&chat, &mut notes, to_anthropic);
+            second_leg_in(&anthropic, &mut notes, "Anthropic", gemini::from_anthropic)
+        }
         _ => messages.clone(),
     };
     let tools = conversation
@@ -86,11 +120,12 @@ pub fn convert(conversation: &Conversation, target: Format) -> Conversion {
         request.max_output_tokens = None;
         match target {
             Format::Anthropic => request.max_tokens = reserved,
-            Format::Responses => request.max_output_tokens = reserved,
+            Format::Responses | Format::Gemini => request.max_output_tokens = reserved,
             _ if conversation.format == Format::Anthropic => request.max_tokens = reserved,
             _ => request.max_completion_tokens = reserved,
         }
-        request.instructions = false;
+        // a Gemini request's leading system message is its `systemInstruction`
+        request.instructions = target == Format::Gemini;
         request.input_string = false;
     }
     Conversion { conversation: Conversation { format: target, messages, tools, request }, notes }
@@ -102,6 +137,7 @@ fn restyle_tool(tool: &Tool, target: Format) -> Tool {
         (_, Format::OpenAi) => ToolStyle::OpenAi,
         (_, Format::Anthropic) => ToolStyle::Anthropic,
         (_, Format::Responses) => ToolStyle::Responses,
+        (_, Format::Gemini) => ToolStyle::Gemini,
     };
     if style == tool.style {
         return tool.clone();

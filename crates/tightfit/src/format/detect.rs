@@ -1,4 +1,4 @@
-//! Telling OpenAI Chat Completions, OpenAI Responses and Anthropic input apart by shape.
+//! Telling OpenAI Chat Completions, OpenAI Responses, Anthropic and Gemini input apart by shape.
 
 use serde_json::Value;
 
@@ -11,7 +11,8 @@ use super::Format;
 /// OpenAI Responses: a request body with `input` or `instructions` (and no `messages`), an
 /// item with a `type` and no `role` (`function_call`, `reasoning`, …), a message with
 /// `"type": "message"`, or a content part of type `input_text`, `output_text`, `input_image`
-/// or `input_file`. OpenAI Chat Completions: everything else, including plain-text
+/// or `input_file`. Gemini: a request body with `contents` or `systemInstruction`, an entry
+/// with `parts` and no `content`, or the role `model`. OpenAI Chat Completions: everything else, including plain-text
 /// conversations that are valid in all three (they are written back identically either way).
 /// Costs one pass over the message list, stopping at the first message that decides.
 pub fn detect(document: &Value) -> Format {
@@ -24,6 +25,9 @@ pub fn verdict(document: &Value) -> Option<Format> {
     let messages = match document {
         Value::Array(items) => items,
         Value::Object(map) => {
+            if map.contains_key("contents") || map.contains_key("systemInstruction") {
+                return Some(Format::Gemini);
+            }
             if map.contains_key("system") {
                 return Some(Format::Anthropic);
             }
@@ -35,7 +39,10 @@ pub fn verdict(document: &Value) -> Option<Format> {
             match map.get("messages") {
                 // a body with `messages` is never a Responses request (that has `input`)
                 Some(Value::Array(items)) => {
-                    return items.iter().filter_map(message_verdict).find(|f| *f != Format::Responses)
+                    return items
+                        .iter()
+                        .filter_map(message_verdict)
+                        .find(|f| !matches!(f, Format::Responses | Format::Gemini))
                 }
                 _ => return None,
             }
@@ -45,15 +52,27 @@ pub fn verdict(document: &Value) -> Option<Format> {
     list_verdict(messages.iter().map(message_verdict))
 }
 
+/// Whether the document holds no message: an empty list, or a body whose `messages` (or
+/// `contents`) is empty.
+pub(super) fn is_empty_history(document: &Value) -> bool {
+    match document {
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => ["messages", "contents"]
+            .iter()
+            .all(|key| map.get(*key).is_none_or(|v| v.as_array().is_some_and(Vec::is_empty))),
+        _ => false,
+    }
+}
+
 /// The format of a list from the verdicts of its messages ([`message_verdict`]): OpenAI
-/// Responses when any message has a shape only Responses has (an item, an `input_text` part:
+/// Responses (or Gemini) when any message has a shape only Responses (Gemini) has (an item, an `input_text` part:
 /// Chat Completions and Anthropic never do, while a Responses list may hold a `refusal` part
 /// before its first item), else the first message that decides. For a caller that reads a
 /// list message by message and remembers each one's verdict.
 pub fn list_verdict(verdicts: impl IntoIterator<Item = Option<Format>>) -> Option<Format> {
     let mut first = None;
     for verdict in verdicts.into_iter().flatten() {
-        if verdict == Format::Responses {
+        if matches!(verdict, Format::Responses | Format::Gemini) {
             return Some(verdict);
         }
         first = first.or(Some(verdict));
@@ -67,6 +86,11 @@ pub fn list_verdict(verdicts: impl IntoIterator<Item = Option<Format>>) -> Optio
 /// alike.
 pub fn message_verdict(message: &Value) -> Option<Format> {
     let object = message.as_object()?;
+    if (!object.contains_key("content") && object.get("parts").is_some_and(Value::is_array))
+        || object.get("role").and_then(Value::as_str) == Some("model")
+    {
+        return Some(Format::Gemini);
+    }
     match (object.contains_key("role"), object.get("type").and_then(Value::as_str)) {
         (false, Some(_)) | (true, Some("message")) => return Some(Format::Responses),
         _ => {}
@@ -127,6 +151,17 @@ mod tests {
     }
 
     #[test]
+    fn gemini_contents_and_bodies_are_recognised_by_shape() {
+        let contents = json!([{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": []}]);
+        assert_eq!(detect(&contents), Format::Gemini);
+        assert_eq!(detect(&json!([{"parts": [{"text": "hi"}]}])), Format::Gemini);
+        assert_eq!(detect(&json!({"contents": []})), Format::Gemini);
+        assert_eq!(detect(&json!({"systemInstruction": {"parts": []}, "contents": []})), Format::Gemini);
+        // a Chat Completions message with a stray `parts` beside its content is not Gemini
+        assert_eq!(detect(&json!([{"role": "user", "content": "hi", "parts": []}])), Format::OpenAi);
+    }
+
+    #[test]
     fn a_preferred_format_reads_what_the_shape_does_not_decide() {
         use crate::format::{parse_value, FormatHint};
         let plain = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]);
@@ -139,5 +174,12 @@ mod tests {
             {"role": "tool", "tool_call_id": "a", "content": "1"}]);
         assert_eq!(verdict(&calls), Some(Format::OpenAi));
         assert_eq!(parse_value(calls, FormatHint::Prefer(Format::Anthropic)).unwrap().format, Format::OpenAi);
+        // Gemini contents always say so: plain messages stay Chat Completions, an empty list is Gemini's
+        let plain = json!([{"role": "user", "content": "hi"}]);
+        assert_eq!(parse_value(plain, FormatHint::Prefer(Format::Gemini)).unwrap().format, Format::OpenAi);
+        assert_eq!(
+            parse_value(json!([]), FormatHint::Prefer(Format::Gemini)).unwrap().format,
+            Format::Gemini
+        );
     }
 }

@@ -13,9 +13,7 @@ use super::FormatError;
 fn recognise(map: &Map<String, Value>) -> Option<String> {
     if !map.contains_key("content") && map.get("parts").is_some_and(Value::is_array) {
         return Some(
-            "a Gemini `contents` entry (`parts` instead of `content`); tightfit reads OpenAI Chat \
-             Completions, OpenAI Responses and Anthropic Messages histories, not this format yet"
-                .into(),
+            "a Gemini `contents` entry (`parts` instead of `content`): read it as format \"gemini\"".into(),
         );
     }
     let kind = map.get("type").and_then(Value::as_str);
@@ -39,15 +37,13 @@ pub(super) fn refuse_message(map: &Map<String, Value>, at: &Path) -> Result<(), 
 /// The error for a request body without `messages`: naming the format it looks like.
 pub(super) fn missing_messages(map: &Map<String, Value>, root: &Path) -> FormatError {
     if map.contains_key("contents") {
-        root.error(
-            "this is a Gemini request (`contents`); tightfit reads OpenAI Chat Completions, OpenAI \
-             Responses and Anthropic Messages requests, not this format yet",
-        )
+        root.error("this is a Gemini request (`contents`): read it as format \"gemini\"")
     } else if map.contains_key("input") {
         root.error("this is an OpenAI Responses API request (`input`): read it as format \"responses\"")
     } else {
         root.error(
-            "expected a list of messages or an object with `messages` (or a Responses request's `input`)",
+            "expected a list of messages or an object with `messages` (or a Responses request's \
+             `input`, or a Gemini request's `contents`)",
         )
     }
 }

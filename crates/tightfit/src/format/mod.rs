@@ -1,5 +1,5 @@
-//! Wire formats: reading and writing OpenAI Chat Completions, OpenAI Responses and Anthropic
-//! Messages.
+//! Wire formats: reading and writing OpenAI Chat Completions, OpenAI Responses, Anthropic
+//! Messages and Google Gemini `contents`.
 //!
 //! Reading is lossless: every field tightfit does not interpret is kept in an `extra` map and
 //! written back, so `write(parse(json)) == json` (as JSON values) for any input the reader
@@ -8,15 +8,18 @@
 //!
 //! An input is either a bare JSON array of messages or an object with a `messages` array (a
 //! request body, or any record that carries one — its other fields are kept); for the
-//! Responses API, an array of input items or an object with `input`.
+//! Responses API, an array of input items or an object with `input`; for Gemini, an array of
+//! `contents` entries or an object with `contents`.
 
 mod anthropic;
 mod common;
 mod content;
 mod convert;
+mod convert_gemini;
 mod convert_responses;
 mod detect;
 mod foreign;
+mod gemini;
 mod openai;
 pub(crate) mod path;
 mod responses;
@@ -38,6 +41,8 @@ pub enum Format {
     Anthropic,
     /// OpenAI Responses API input items (`input`, `instructions`).
     Responses,
+    /// Google Gemini `contents` (`parts`, `systemInstruction`).
+    Gemini,
 }
 
 impl Format {
@@ -47,6 +52,7 @@ impl Format {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
             Format::Responses => "responses",
+            Format::Gemini => "gemini",
         }
     }
 }
@@ -59,7 +65,10 @@ impl std::str::FromStr for Format {
             "openai" => Ok(Format::OpenAi),
             "anthropic" => Ok(Format::Anthropic),
             "responses" => Ok(Format::Responses),
-            other => Err(format!("unknown format {other:?} (expected openai, anthropic or responses)")),
+            "gemini" => Ok(Format::Gemini),
+            other => {
+                Err(format!("unknown format {other:?} (expected openai, anthropic, responses or gemini)"))
+            }
         }
     }
 }
@@ -129,10 +138,10 @@ pub struct RequestFields {
     pub max_tokens: Option<u64>,
     /// OpenAI `max_completion_tokens` (reasoning models).
     pub max_completion_tokens: Option<u64>,
-    /// OpenAI Responses `max_output_tokens`.
+    /// OpenAI Responses `max_output_tokens`; Gemini `generationConfig.maxOutputTokens`.
     pub max_output_tokens: Option<u64>,
-    /// OpenAI Responses: the request had `instructions`, read as its leading system message
-    /// and written back there.
+    /// OpenAI Responses: the request had `instructions` (Gemini: `systemInstruction`), read
+    /// as its leading system message and written back there.
     pub instructions: bool,
     /// OpenAI Responses: `input` was a string, written back as one while the history is still
     /// that one plain user message.
@@ -161,7 +170,9 @@ pub enum FormatHint {
     /// This format.
     Exactly(Format),
     /// Decide from the document's shape; where nothing in it decides (plain text, valid in
-    /// both), this format: the one the target model's API takes.
+    /// both), this format: the one the target model's API takes. Gemini's `contents` always
+    /// decide by their shape, so preferring Gemini reads plain `content` messages as Chat
+    /// Completions (and an empty history as Gemini).
     Prefer(Format),
 }
 
@@ -181,12 +192,18 @@ pub fn parse_value(value: Value, hint: FormatHint) -> Result<Conversation, Forma
     let format = match hint {
         FormatHint::Auto => detect(&value),
         FormatHint::Exactly(format) => format,
-        FormatHint::Prefer(format) => detect::verdict(&value).unwrap_or(format),
+        FormatHint::Prefer(format) => detect::verdict(&value).unwrap_or(match format {
+            // a Gemini entry always says so (`parts`), so messages that say nothing are
+            // `content` messages, which Gemini cannot read; only an empty history is Gemini's
+            Format::Gemini if !detect::is_empty_history(&value) => Format::OpenAi,
+            format => format,
+        }),
     };
     match format {
         Format::OpenAi => openai::read_document(value),
         Format::Anthropic => anthropic::read_document(value),
         Format::Responses => responses::read_document(value),
+        Format::Gemini => gemini::read_document(value),
     }
 }
 
@@ -200,6 +217,7 @@ pub fn to_value(conversation: &Conversation, format: Format) -> Value {
             Format::OpenAi => openai::write_document(conversation),
             Format::Anthropic => anthropic::write_document(conversation),
             Format::Responses => responses::write_document(conversation),
+            Format::Gemini => gemini::write_document(conversation),
         }
     } else {
         let converted = convert(conversation, format);
@@ -215,6 +233,7 @@ pub fn request_to_string<M: std::borrow::Borrow<Message>>(messages: &[M], like: 
         Format::OpenAi => openai::write_request(messages, like),
         Format::Anthropic => anthropic::write_request(messages, like),
         Format::Responses => responses::write_request(messages, like),
+        Format::Gemini => gemini::write_request(messages, like),
     }
     .to_string()
 }
@@ -241,6 +260,7 @@ pub fn parse_message(value: Value, format: Format, index: usize) -> Result<Messa
         Format::OpenAi => openai::read_message(value, &at),
         Format::Anthropic => anthropic::read_message(value, &at, true),
         Format::Responses => responses::read_item(value, &at),
+        Format::Gemini => gemini::read_message(value, &at),
     }
 }
 
@@ -248,6 +268,7 @@ pub fn parse_message(value: Value, format: Format, index: usize) -> Result<Messa
 fn list_name(format: Format) -> &'static str {
     match format {
         Format::Responses => "input",
+        Format::Gemini => "contents",
         _ => "messages",
     }
 }
@@ -260,6 +281,7 @@ pub fn messages_to_value(messages: &[Message], format: Format) -> Value {
         Format::OpenAi => openai::write_message,
         Format::Anthropic => anthropic::write_message,
         Format::Responses => responses::write_item,
+        Format::Gemini => gemini::write_message,
     };
     Value::Array(messages.iter().map(write).collect())
 }

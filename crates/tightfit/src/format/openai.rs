@@ -316,7 +316,7 @@ fn write_tool_call(call: &ToolCall) -> Value {
 pub(super) fn write_tool(tool: &Tool) -> Value {
     match tool.style {
         ToolStyle::Other => Value::Object(tool.extra.clone()),
-        ToolStyle::OpenAi | ToolStyle::Anthropic | ToolStyle::Responses => {
+        ToolStyle::OpenAi | ToolStyle::Anthropic | ToolStyle::Responses | ToolStyle::Gemini => {
             let mut inner = Map::new();
             inner.insert("name".into(), Value::String(tool.name.clone()));
             if let Some(description) = &tool.description {

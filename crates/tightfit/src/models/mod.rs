@@ -94,6 +94,14 @@ impl ModelInfo {
             || (self.provider.contains("bedrock") && self.id.contains("claude"))
     }
 
+    /// Whether the model's API takes Gemini's `contents` shape: Gemini models at Google's own
+    /// API and at Vertex AI. Gateways and aggregators that serve Gemini take OpenAI's Chat
+    /// Completions (as does Google's OpenAI-compatible endpoint, which a caller names by
+    /// reading its input as format `openai`).
+    pub fn speaks_gemini(&self) -> bool {
+        matches!(self.provider.as_str(), "google" | "google-vertex") && self.id.starts_with("gemini")
+    }
+
     /// `provider/id`, a name that [`Registry::lookup`] resolves to this model.
     pub fn qualified_id(&self) -> String {
         format!("{}/{}", self.provider, self.id)
