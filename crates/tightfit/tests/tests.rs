@@ -8,6 +8,7 @@ mod generate;
 mod layers;
 mod models;
 mod offload;
+mod open_models;
 mod props;
 mod roundtrip;
 mod session;
