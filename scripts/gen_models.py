@@ -52,7 +52,10 @@ NOT_CHAT = re.compile(
 # tried in order at the start of the id's last `/` segment and after every
 # `-`, `.`, `_` or `:` in it. The Rust function
 # `TokenizerFamily::for_model_id` implements the same rules, and a test
-# checks that both agree on every model of the table.
+# checks that both agree on every model of the table. The open families
+# (Llama 3, Qwen, DeepSeek V3, Mistral tekken) are not written: a row without
+# `tokenizer` gets `for_model_id` of its id when the table is loaded
+# (crates/tightfit/src/models/open_family.rs has those rules).
 OPENAI_RULES = [
     ("o200k_base", "gpt-4o", "word"),
     ("o200k_base", "gpt-4.1", "word"),

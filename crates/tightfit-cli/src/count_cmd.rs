@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use tightfit::format::FormatHint;
-use tightfit::models::{ModelInfo, Registry, TokenizerFamily};
+use tightfit::models::{ModelInfo, Registry};
 use tightfit::tokens::{ChatCounter, Count};
 
 pub(crate) use tightfit::text::thousands;
@@ -23,7 +23,8 @@ pub struct Options {
     pub hint: FormatHint,
     /// `--json`.
     pub json: bool,
-    /// `--tokenizer`: a HuggingFace `tokenizer.json` to count with.
+    /// `--tokenizer`: a tokenizer file to count with (Llama 3's `tokenizer.model`, a
+    /// HuggingFace `tokenizer.json`).
     pub tokenizer: Option<std::path::PathBuf>,
 }
 
@@ -34,10 +35,10 @@ struct Counted<'r> {
     model: &'r ModelInfo,
     roles: Vec<String>,
     count: Count,
-    /// The text counter's name (`o200k_base`, `o200k_base*1.25`, `hf:…`).
+    /// The text counter's name (`o200k_base`, `o200k_base*1.25`, `qwen2`, `hf:…`).
     counter: String,
-    /// Whether the counter is the model's real tokenizer.
-    exact: bool,
+    /// Why the count is an estimate, or `None` when it is the model's own tokenizer's.
+    estimate: Option<String>,
 }
 
 /// Counts every conversation of `file`; returns `Ok(false)` when some could not be read
@@ -46,7 +47,7 @@ pub fn run(registry: &Registry, file: &Path, options: &Options) -> anyhow::Resul
     let (name, records) = input::read(file)?;
     let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
     let counters =
-        Counters { fixed: options.tokenizer.as_deref().map(hf_counter).transpose()?, ..Default::default() };
+        Counters { fixed: options.tokenizer.as_deref().map(file_counter).transpose()?, ..Default::default() };
     let progress = input::progress_bar(records.len());
     let results: Vec<Result<Counted, String>> = records
         .par_iter()
@@ -105,6 +106,16 @@ impl Counters {
     }
 }
 
+/// The counter of a tokenizer file: the exact BPE with the family's chat framing when the file
+/// holds a vocabulary tightfit knows (Llama 3's `tokenizer.model` or `tokenizer.json`, Qwen's,
+/// DeepSeek's), else the HuggingFace backend.
+fn file_counter(path: &Path) -> anyhow::Result<ChatCounter> {
+    match tightfit::tokens::recognize_file(path)? {
+        Some(open) => Ok(ChatCounter::for_open(open)),
+        None => hf_counter(path),
+    }
+}
+
 /// A counter from a `tokenizer.json`, with OpenAI-style framing (what OpenAI-compatible
 /// servers of open models bill closest to).
 #[cfg(feature = "hf")]
@@ -135,9 +146,9 @@ fn count_record<'r>(
     let count = counter.count(&conversation.messages, conversation.tools.as_deref());
     let id = request.and_then(|r| r.extra.get("id")).and_then(Value::as_str).map(String::from);
     let roles = conversation.messages.iter().map(|m| m.role_name().to_string()).collect();
-    let exact = counters.fixed.is_some() || exact(model);
+    let estimate = counter.estimate_reason();
     let name = counter.text_counter().name().to_string();
-    Ok(Counted { line: record.line, id, model, roles, count, counter: name, exact })
+    Ok(Counted { line: record.line, id, model, roles, count, counter: name, estimate })
 }
 
 fn share(part: usize, whole: u64) -> f64 {
@@ -179,7 +190,8 @@ fn to_json(c: &Counted) -> Value {
         "model": c.model.qualified_id(),
         "context_window": c.model.context_window,
         "counter": c.counter,
-        "exact": c.exact,
+        "exact": c.estimate.is_none(),
+        "estimate": c.estimate,
         "total": total,
         "window_percent": round(share(total, c.model.context_window)),
         "tools": c.count.tools,
@@ -189,11 +201,6 @@ fn to_json(c: &Counted) -> Value {
     })
 }
 
-/// Whether the model's tokenizer is public, so counts are exact rather than estimated.
-fn exact(model: &ModelInfo) -> bool {
-    matches!(model.tokenizer, TokenizerFamily::O200kBase | TokenizerFamily::Cl100kBase)
-}
-
 fn round(percent: f64) -> f64 {
     (percent * 100.0).round() / 100.0
 }
@@ -201,7 +208,10 @@ fn round(percent: f64) -> f64 {
 fn write_detail(c: &Counted, out: &mut impl Write) -> std::io::Result<()> {
     let total = c.count.total;
     let window = c.model.context_window;
-    let counted_with = if c.exact { "exact" } else { "estimated" };
+    let counted_with = match &c.estimate {
+        None => "exact".to_string(),
+        Some(reason) => format!("estimated: {reason}"),
+    };
     writeln!(
         out,
         "{}  ·  window {} tokens  ·  {} ({counted_with})",

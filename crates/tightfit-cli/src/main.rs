@@ -58,9 +58,10 @@ enum Command {
         /// table written by `tightfit models --refresh` that replaces it.
         #[arg(long, value_name = "FILE")]
         models_file: Option<PathBuf>,
-        /// Count with this HuggingFace `tokenizer.json` (for open models) instead of the
-        /// model's default counter; the model still gives the window. Needs a build with the
-        /// `hf` feature.
+        /// Count with this tokenizer file instead of the model's default counter; the model
+        /// still gives the window. Llama 3's `tokenizer.model` (from the llama-models package)
+        /// or `tokenizer.json` counts exactly with Llama's chat framing; any other HuggingFace
+        /// `tokenizer.json` is read by the `tokenizers` backend (feature `hf`, on by default).
         #[arg(long, value_name = "FILE")]
         tokenizer: Option<PathBuf>,
     },

@@ -1,11 +1,13 @@
 //! `tightfit.count`: tokens per message and in total, counted the way the model's provider
 //! bills them, with the GIL released while the engine counts.
 
+use std::path::PathBuf;
+
 use pyo3::prelude::*;
 use tightfit::models::Registry;
-use tightfit::tokens::ChatCounter;
 
 use crate::args;
+use crate::counter::counter;
 use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
 
@@ -30,9 +32,16 @@ pub(crate) struct PyCount {
     /// Its context window.
     #[pyo3(get)]
     context_window: u64,
-    /// The tokenizer that counted (`o200k_base`, `claude-estimate`).
+    /// The tokenizer that counted (`o200k_base`, `qwen2`, `o200k_base*1.25`).
     #[pyo3(get)]
     counter: String,
+    /// Whether the count is the model's own tokenizer's (and not calibrated).
+    #[pyo3(get)]
+    exact: bool,
+    /// Why the count is an estimate (Claude's tokenizer is not public, Llama's vocabulary was
+    /// not found, a calibration), or `None` when exact.
+    #[pyo3(get)]
+    estimate: Option<String>,
 }
 
 #[pymethods]
@@ -42,26 +51,30 @@ impl PyCount {
     }
     fn __repr__(&self) -> String {
         format!(
-            "Count(total={}, messages={}, tools={}, priming={}, model={:?}, counter={:?})",
+            "Count(total={}, messages={}, tools={}, priming={}, model={:?}, counter={:?}, exact={})",
             self.total,
             self.per_message.len(),
             self.tools,
             self.priming,
             self.model,
-            self.counter
+            self.counter,
+            if self.exact { "True" } else { "False" }
         )
     }
 }
 
-/// Counts `messages` (and `tools`) for `model`. Costs one tokenizer pass over the text.
+/// Counts `messages` (and `tools`) for `model` (with the `tokenizer` file when given, scaled by
+/// `calibration`). Costs one tokenizer pass over the text.
 #[pyfunction]
-#[pyo3(signature = (messages, model, *, tools = None, format = None))]
+#[pyo3(signature = (messages, model, *, tools = None, format = None, tokenizer = None, calibration = None))]
 pub(crate) fn count(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
     model: &Bound<'_, PyAny>,
     tools: Option<&Bound<'_, PyAny>>,
     format: Option<&str>,
+    tokenizer: Option<PathBuf>,
+    calibration: Option<f64>,
 ) -> PyResult<PyCount> {
     let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
     let raw = RawInput::read_history_or_body(&args::messages(messages)?, tools, format)?
@@ -69,8 +82,9 @@ pub(crate) fn count(
     let counted = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;
-            let counter = ChatCounter::for_family(model.tokenizer);
+            let counter = counter(model, tokenizer.as_deref(), calibration)?;
             let count = counter.count(&conversation.messages, conversation.tools.as_deref());
+            let estimate = counter.estimate_reason();
             Ok::<_, Failure>(PyCount {
                 total: count.total,
                 per_message: count.per_message,
@@ -79,6 +93,8 @@ pub(crate) fn count(
                 model: model.qualified_id(),
                 context_window: model.context_window,
                 counter: counter.text_counter().name().to_string(),
+                exact: estimate.is_none(),
+                estimate,
             })
         })
     })?;

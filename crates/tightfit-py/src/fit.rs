@@ -96,7 +96,7 @@ impl PyFitter {
     ///
     /// With `store` (a file path or a `MemoryStore`), what the steps remove or cut is
     /// offloaded into it: the output names a handle for each (`tightfit.recall`).
-    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None, summarizer = None, scorer = None))]
+    #[pyo3(signature = (messages, model, *, budget = None, pipeline = None, tools = None, reserve_output = None, format = None, allow_over_window = false, store = None, summarizer = None, scorer = None, tokenizer = None, calibration = None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         &self,
@@ -112,6 +112,8 @@ impl PyFitter {
         store: Option<&Bound<'_, PyAny>>,
         summarizer: Option<&Bound<'_, PyAny>>,
         scorer: Option<&Bound<'_, PyAny>>,
+        tokenizer: Option<std::path::PathBuf>,
+        calibration: Option<f64>,
     ) -> PyResult<FitResult> {
         let scorer = scorer.filter(|s| !s.is_none()).map(|s| PyScorer::new(s, "scorer")).transpose()?;
         let summarizer =
@@ -134,6 +136,9 @@ impl PyFitter {
             guard(|| {
                 let conversation = raw.parse()?;
                 let mut target = Target::for_model(model, reserve_output);
+                if tokenizer.is_some() || calibration.is_some() {
+                    target.counter = crate::counter::counter(model, tokenizer.as_deref(), calibration)?;
+                }
                 if let Some(budget) = budget {
                     target = target.with_budget(budget as usize);
                 }

@@ -13,6 +13,7 @@ mod compat;
 mod compress;
 mod convert;
 mod count;
+mod counter;
 mod errors;
 mod fit;
 mod input;
@@ -53,6 +54,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<compat::autogen::PyAutogenContext>()?;
     m.add_class::<compat::autogen::PyAutogenHistory>()?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;
+    m.add_function(wrap_pyfunction!(counter::calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(counter::set_llama3_search_path, m)?)?;
     m.add_function(wrap_pyfunction!(validate::validate, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;

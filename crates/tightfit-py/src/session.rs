@@ -61,7 +61,7 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true, summarize = true, summarizer = None))]
+    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true, summarize = true, summarizer = None, tokenizer = None, calibration = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -79,6 +79,8 @@ impl PySession {
         offload: bool,
         summarize: bool,
         summarizer: Option<&Bound<'_, PyAny>>,
+        tokenizer: Option<std::path::PathBuf>,
+        calibration: Option<f64>,
     ) -> PyResult<PySession> {
         let summarizer =
             summarizer.filter(|s| !s.is_none()).map(|s| PySummarizer::new(s, "summarizer")).transpose()?;
@@ -90,6 +92,9 @@ impl PySession {
             Target::check_budget(info, budget as usize, allow_over_window).map_err(Failure::Config)?;
         }
         let mut target = Target::for_model(info, reserve_output);
+        if tokenizer.is_some() || calibration.is_some() {
+            target.counter = crate::counter::counter(info, tokenizer.as_deref(), calibration)?;
+        }
         if let Some(budget) = budget {
             target = target.with_budget(budget as usize);
         }

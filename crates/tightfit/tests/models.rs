@@ -113,7 +113,8 @@ fn tokenizer_family_from_ids() {
         ("deepclaude", Other),
         ("o1x", Other),
         ("gpt-40", Other),
-        ("llama-3.3-70b-instruct", Other),
+        ("llama-3.3-70b-instruct", Llama3),
+        ("llama-4-maverick", Other),
         ("gemini-2.5-pro", Other),
     ] {
         assert_eq!(TokenizerFamily::for_model_id(id), family, "{id}");
@@ -677,7 +678,7 @@ fn a_toml_override_adds_a_model_and_changes_a_window() {
     assert_eq!(llama.qualified_id(), "local/llama-3.3-70b-q4");
     assert_eq!(llama.name, "Llama 3.3 70B (q4)");
     assert_eq!((llama.context_window, llama.max_output), (32_768, Some(4096)));
-    assert_eq!(llama.tokenizer, TokenizerFamily::Other);
+    assert_eq!(llama.tokenizer, TokenizerFamily::Llama3, "told from the id");
     assert_eq!((llama.prices.input, llama.prices.cached_input), (Some(0.0), None));
     assert_eq!(custom.lookup("local/llama-3.3-70b-q4").unwrap(), llama);
 
@@ -799,7 +800,7 @@ fn a_bad_override_names_the_key() {
         (
             r#"{"model": [{"provider": "openai", "id": "gpt-4o", "tokenizer": "gpt2"}]}"#,
             Json,
-            "model[0].tokenizer: expected one of o200k_base, cl100k_base, claude, other, found \"gpt2\"",
+            "model[0].tokenizer: expected one of o200k_base, cl100k_base, claude, llama3, qwen, deepseek_v3, mistral_tekken, other, found \"gpt2\"",
         ),
         (
             r#"{"model": [{"provider": "openai", "id": "gpt-4o", "context_window": 0}]}"#,

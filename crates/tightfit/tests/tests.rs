@@ -9,6 +9,7 @@ mod generate;
 mod layers;
 mod models;
 mod offload;
+mod open_models;
 mod props;
 mod responses;
 mod roundtrip;

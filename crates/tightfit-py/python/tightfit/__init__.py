@@ -23,6 +23,7 @@ Messages are plain dicts in OpenAI Chat Completions or Anthropic Messages shape 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from typing import Any, Callable, Mapping, Sequence
 
@@ -84,6 +85,7 @@ __all__ = [
     "__version__",
     "count",
     "acount",
+    "calibrate",
     "fit",
     "afit",
     "Fitter",
@@ -161,11 +163,40 @@ def count(
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+    calibration: float | None = None,
 ) -> Count:
     """Tokens of ``messages`` (and ``tools``) for ``model``: ``.total``, ``.per_message``,
-    ``.tools``, ``.priming``. Exact for OpenAI models; an estimate where no tokenizer is
-    public (``.counter`` says which)."""
-    return _native.count(messages, model, tools=tools, format=format)
+    ``.tools``, ``.priming``. Exact for OpenAI models, Qwen, DeepSeek, Mistral tekken models and
+    Llama 3 (when its vocabulary is found: ``tokenizer=`` or an installed ``llama-models``); an
+    estimate where no tokenizer is public (Claude). ``.counter`` says which tokenizer counted,
+    ``.exact`` whether the count is exact and ``.estimate`` why not.
+
+    ``tokenizer`` is a tokenizer file to count with instead of the model's (Llama 3's
+    ``tokenizer.model``, or any HuggingFace ``tokenizer.json``); ``calibration`` scales the
+    count by a factor from :func:`calibrate`."""
+    return _native.count(
+        messages, model, tools=tools, format=format, tokenizer=tokenizer, calibration=calibration
+    )
+
+
+def calibrate(
+    messages: Messages,
+    model: str = "gpt-4o",
+    *,
+    usage: Any,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    format: str | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+) -> float:
+    """The factor that corrects ``model``'s counts, from one request: ``messages`` (and
+    ``tools``) as sent, and the ``usage`` the provider returned for it (OpenAI's
+    ``prompt_tokens``, or Anthropic's ``input_tokens`` plus cache reads and writes; a dict, the
+    SDK's object, or an int). Returns ``reported / counted``; pass it as ``calibration=`` to
+    :func:`count`, :func:`fit`, :meth:`Fitter.fit` or :class:`Session` for the same conversation.
+    For Claude, whose tokenizer is not public, this turns the estimate into the provider's own
+    scale."""
+    return _native.calibrate(messages, model, usage=usage, tools=tools, format=format, tokenizer=tokenizer)
 
 
 def fit(
@@ -181,6 +212,8 @@ def fit(
     store: str | os.PathLike[str] | MemoryStore | None = None,
     summarizer: Summarizer | None = None,
     scorer: Scorer | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+    calibration: float | None = None,
 ) -> FitResult:
     """Fit ``messages`` into ``model``'s window, or into ``budget`` tokens.
 
@@ -204,6 +237,9 @@ def fit(
     ``scorer`` ranks the words a :class:`CompressText` step drops instead of the built-in
     self-information: a callable ``(words: list[str]) -> list[float]``, one score per word,
     higher meaning more informative (a model's surprisal, LLMLingua's, ...).
+
+    ``tokenizer`` (a tokenizer file) and ``calibration`` (from :func:`calibrate`) change how
+    tokens are counted, as for :func:`count`; the model still gives the window.
     """
     return Fitter().fit(
         messages,
@@ -217,6 +253,8 @@ def fit(
         store=store,
         summarizer=summarizer,
         scorer=scorer,
+        tokenizer=tokenizer,
+        calibration=calibration,
     )
 
 
@@ -244,6 +282,8 @@ class Fitter:
         store: str | os.PathLike[str] | MemoryStore | None = None,
         summarizer: Summarizer | None = None,
         scorer: Scorer | None = None,
+        tokenizer: str | os.PathLike[str] | None = None,
+        calibration: float | None = None,
     ) -> FitResult:
         """:func:`fit`, with what this fitter remembers."""
         return self._native.fit(
@@ -258,6 +298,8 @@ class Fitter:
             store=store,
             summarizer=summarizer,
             scorer=scorer,
+            tokenizer=tokenizer,
+            calibration=calibration,
         )
 
 
@@ -267,9 +309,13 @@ async def acount(
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+    calibration: float | None = None,
 ) -> Count:
     """:func:`count` in a worker thread, so the event loop keeps running."""
-    return await asyncio.to_thread(count, messages, model, tools=tools, format=format)
+    return await asyncio.to_thread(
+        count, messages, model, tools=tools, format=format, tokenizer=tokenizer, calibration=calibration
+    )
 
 
 async def afit(
@@ -285,6 +331,8 @@ async def afit(
     store: str | os.PathLike[str] | MemoryStore | None = None,
     summarizer: Summarizer | None = None,
     scorer: Scorer | None = None,
+    tokenizer: str | os.PathLike[str] | None = None,
+    calibration: float | None = None,
 ) -> FitResult:
     """:func:`fit` in a worker thread (the engine releases the GIL), so the event loop keeps
     running while a long history is fitted."""
@@ -301,6 +349,8 @@ async def afit(
         store=store,
         summarizer=summarizer,
         scorer=scorer,
+        tokenizer=tokenizer,
+        calibration=calibration,
     )
 
 
@@ -334,6 +384,9 @@ class Session:
     (the extractive summarizer's, or ``summarizer``'s: a callable as for :func:`fit`);
     ``summarize=False`` a line saying how many messages went.
 
+    ``tokenizer`` (a tokenizer file) and ``calibration`` (from :func:`calibrate`) change how
+    tokens are counted, as for :func:`count`.
+
     Conversations are told apart by ``key`` (by default a hash of the messages up to the first
     user message: the system prompt and the task); messages are recognised by content, so a
     framework that rebuilds its dicts every turn is fine. One session serves many conversations
@@ -357,6 +410,8 @@ class Session:
         offload: bool = True,
         summarize: bool = True,
         summarizer: Summarizer | None = None,
+        tokenizer: str | os.PathLike[str] | None = None,
+        calibration: float | None = None,
     ) -> None:
         self._native = _native.Session(
             model,
@@ -373,6 +428,8 @@ class Session:
             offload=offload,
             summarize=summarize,
             summarizer=summarizer,
+            tokenizer=tokenizer,
+            calibration=calibration,
         )
 
     def fit(
@@ -503,3 +560,21 @@ def answer_recall(call: Any, *, store: str | os.PathLike[str] | MemoryStore | Se
     function = call.get("function") or {}
     content = _native.answer_recall_arguments(function.get("arguments") or "{}", store=store)
     return {"role": "tool", "tool_call_id": call.get("id"), "content": content}
+
+
+def _register_llama3_vocabulary() -> None:
+    """Tells the engine where an importable ``llama_models`` package keeps Llama 3's vocabulary
+    (``find_spec`` looks the package up without importing it); the engine reads the file only
+    when a Llama 3 model is counted, and uses it only if it is Llama 3's."""
+    try:
+        spec = importlib.util.find_spec("llama_models")
+    except (ImportError, ValueError):
+        return
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(location, "llama3", "tokenizer.model")
+        if os.path.isfile(path):
+            _native.set_llama3_search_path(path)
+            return
+
+
+_register_llama3_vocabulary()

@@ -101,6 +101,10 @@ class Count:
     def context_window(self) -> int: ...
     @property
     def counter(self) -> str: ...
+    @property
+    def exact(self) -> bool: ...
+    @property
+    def estimate(self) -> str | None: ...
     def __int__(self) -> int: ...
 
 class Violation:
@@ -153,6 +157,8 @@ class Session:
         offload: bool = True,
         summarize: bool = True,
         summarizer: Callable[..., Any] | None = None,
+        tokenizer: str | PathLike[str] | None = None,
+        calibration: float | None = None,
     ) -> None: ...
     def fit(
         self,
@@ -205,6 +211,8 @@ class Fitter:
         store: str | PathLike[str] | MemoryStore | None = None,
         summarizer: Callable[..., Any] | None = None,
         scorer: Callable[[list[str]], Sequence[float]] | None = None,
+        tokenizer: str | PathLike[str] | None = None,
+        calibration: float | None = None,
     ) -> FitResult: ...
 
 def recall(
@@ -218,7 +226,19 @@ def count(
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
+    tokenizer: str | PathLike[str] | None = None,
+    calibration: float | None = None,
 ) -> Count: ...
+def calibrate(
+    messages: Sequence[Mapping[str, Any]],
+    model: str,
+    *,
+    usage: Any,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    format: str | None = None,
+    tokenizer: str | PathLike[str] | None = None,
+) -> float: ...
+def set_llama3_search_path(path: str | PathLike[str]) -> None: ...
 def validate(
     messages: Sequence[Mapping[str, Any]],
     provider: str | None = None,

@@ -7,7 +7,8 @@ use std::fmt;
 /// The registry gives each model a family; a model added by an override file without a
 /// `tokenizer` key gets [`TokenizerFamily::for_model_id`] of its id.
 ///
-/// Serialized in snake case: `"o200k_base"`, `"cl100k_base"`, `"claude"`, `"other"`.
+/// Serialized in snake case: `"o200k_base"`, `"cl100k_base"`, `"claude"`, `"llama3"`,
+/// `"qwen"`, `"deepseek_v3"`, `"mistral_tekken"`, `"other"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -18,6 +19,16 @@ pub enum TokenizerFamily {
     Cl100kBase,
     /// Anthropic's Claude models, whose tokenizer is not public: counted by an estimate.
     Claude,
+    /// Llama 3.x: exact when the vocabulary is found on this machine (see
+    /// `tokens::llama3`), else an estimate that says so.
+    Llama3,
+    /// Qwen 1.5–3 (embedded, exact).
+    Qwen,
+    /// DeepSeek V3, R1, V4 (embedded, exact).
+    #[serde(rename = "deepseek_v3")]
+    DeepSeekV3,
+    /// Mistral's tekken (embedded, exact).
+    MistralTekken,
     /// Any other model: counted by an estimate or a tokenizer file the user supplies.
     Other,
 }
@@ -72,14 +83,17 @@ impl TokenizerFamily {
     /// `gpt-5…`, `gpt-oss…`, `chatgpt-4o`, `o1`, `o3` and `o4` are
     /// [`O200kBase`](Self::O200kBase); `gpt-4` (not followed by `o` or `.`), `gpt-3.5…`
     /// and `gpt-35…` are [`Cl100kBase`](Self::Cl100kBase); anything else is
-    /// [`Other`](Self::Other). Case does not matter. Cost: linear in the id's length.
+    /// [`Other`](Self::Other) unless an open family's rule claims it (Llama 3, Qwen, DeepSeek
+    /// V3, Mistral tekken: the rules and what they leave out are in `models/open_family.rs`).
+    /// Case does not matter. Cost: linear in the id's length.
     ///
     /// ```
     /// use tightfit::models::TokenizerFamily;
     /// assert_eq!(TokenizerFamily::for_model_id("openai/gpt-4o-mini"), TokenizerFamily::O200kBase);
     /// assert_eq!(TokenizerFamily::for_model_id("gpt-4-0613"), TokenizerFamily::Cl100kBase);
     /// assert_eq!(TokenizerFamily::for_model_id("claude-sonnet-4-5"), TokenizerFamily::Claude);
-    /// assert_eq!(TokenizerFamily::for_model_id("llama-3.3-70b"), TokenizerFamily::Other);
+    /// assert_eq!(TokenizerFamily::for_model_id("llama-3.3-70b"), TokenizerFamily::Llama3);
+    /// assert_eq!(TokenizerFamily::for_model_id("qwen3.5-plus"), TokenizerFamily::Other);
     /// ```
     pub fn for_model_id(id: &str) -> TokenizerFamily {
         let lower = id.to_lowercase();
@@ -102,16 +116,20 @@ impl TokenizerFamily {
                 return family;
             }
         }
-        TokenizerFamily::Other
+        super::open_family::open_family(segment, &starts).unwrap_or(TokenizerFamily::Other)
     }
 
     /// The family's name as written in the table and in override files: `o200k_base`,
-    /// `cl100k_base`, `claude` or `other`.
+    /// `cl100k_base`, `claude`, `llama3`, `qwen`, `deepseek_v3`, `mistral_tekken` or `other`.
     pub fn as_str(self) -> &'static str {
         match self {
             TokenizerFamily::O200kBase => "o200k_base",
             TokenizerFamily::Cl100kBase => "cl100k_base",
             TokenizerFamily::Claude => "claude",
+            TokenizerFamily::Llama3 => "llama3",
+            TokenizerFamily::Qwen => "qwen",
+            TokenizerFamily::DeepSeekV3 => "deepseek_v3",
+            TokenizerFamily::MistralTekken => "mistral_tekken",
             TokenizerFamily::Other => "other",
         }
     }
@@ -123,10 +141,14 @@ impl TokenizerFamily {
     }
 
     /// Every family, in declaration order.
-    pub const ALL: [TokenizerFamily; 4] = [
+    pub const ALL: [TokenizerFamily; 8] = [
         TokenizerFamily::O200kBase,
         TokenizerFamily::Cl100kBase,
         TokenizerFamily::Claude,
+        TokenizerFamily::Llama3,
+        TokenizerFamily::Qwen,
+        TokenizerFamily::DeepSeekV3,
+        TokenizerFamily::MistralTekken,
         TokenizerFamily::Other,
     ];
 }

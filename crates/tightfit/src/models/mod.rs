@@ -28,6 +28,7 @@
 mod error;
 mod family;
 mod listing;
+mod open_family;
 mod overrides;
 mod prefixes;
 mod resolve;
@@ -257,16 +258,13 @@ struct TableModel {
     context: u64,
     max_output: Option<u64>,
     max_input: Option<u64>,
-    #[serde(default = "other_family")]
-    tokenizer: TokenizerFamily,
+    /// Absent: told from the id ([`TokenizerFamily::for_model_id`]), which is how the open
+    /// families (Llama 3, Qwen, DeepSeek, tekken) are found without listing them in the table.
+    tokenizer: Option<TokenizerFamily>,
     /// Input, cached input, cache write, output.
     prices: Option<[Option<f64>; 4]>,
     #[serde(default)]
     aliases: Vec<String>,
-}
-
-fn other_family() -> TokenizerFamily {
-    TokenizerFamily::Other
 }
 
 impl Registry {
@@ -302,6 +300,7 @@ impl Registry {
         for provider in table.providers {
             for row in provider.models {
                 let [input, cached_input, cache_write, output] = row.prices.unwrap_or_default();
+                let tokenizer = row.tokenizer.unwrap_or_else(|| TokenizerFamily::for_model_id(&row.id));
                 models.push(ModelInfo {
                     name: row.name.unwrap_or_else(|| row.id.clone()),
                     id: row.id,
@@ -309,7 +308,7 @@ impl Registry {
                     context_window: row.context,
                     max_output: row.max_output,
                     max_input: row.max_input,
-                    tokenizer: row.tokenizer,
+                    tokenizer,
                     prices: Prices { input, cached_input, cache_write, output },
                     aliases: row.aliases,
                 });
@@ -496,7 +495,7 @@ impl Registry {
     /// | `context_window` | tokens, a positive integer | required |
     /// | `max_output` | tokens | unknown |
     /// | `max_input` | tokens, at most `context_window` | the window |
-    /// | `tokenizer` | `o200k_base`, `cl100k_base`, `claude` or `other` | [`TokenizerFamily::for_model_id`] |
+    /// | `tokenizer` | `o200k_base`, `cl100k_base`, `claude`, `llama3`, `qwen`, `deepseek_v3`, `mistral_tekken` or `other` | [`TokenizerFamily::for_model_id`] |
     /// | `prices` | a table of `input`, `cached_input`, `cache_write`, `output`, USD per million tokens | unknown |
     /// | `aliases` | a list of other names | none |
     ///

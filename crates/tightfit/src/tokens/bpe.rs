@@ -11,33 +11,51 @@ use std::sync::OnceLock;
 use super::TokenCounter;
 
 /// Pieces up to this many bytes are cached (words, numbers, punctuation runs: most pieces).
-const CACHED_PIECE_LEN: usize = 24;
+pub(super) const CACHED_PIECE_LEN: usize = 24;
 
 /// Entries per encoding and thread before the cache starts over (about 4 MB).
 const CACHE_CAPACITY: usize = 1 << 16;
+
+/// Token counts of pieces, by piece.
+pub(super) type PieceCache = HashMap<Box<str>, u32, xxhash_rust::xxh3::Xxh3Builder>;
+
+/// Caches per thread: one per vocabulary (the two OpenAI encodings, then the open families).
+const CACHE_SLOTS: usize = 6;
 
 thread_local! {
     /// Token counts of recently seen pieces, per encoding. Text repeats its words, and a hash
     /// lookup is several times cheaper than running the BPE on a piece: this made counting
     /// the corpus about 1.5× faster (benches/counting.rs). Pieces depend only on the text, so
-    /// the cache cannot change a count.
-    static PIECES: RefCell<[HashMap<Box<str>, u32, xxhash_rust::xxh3::Xxh3Builder>; 2]> =
-        RefCell::new(Default::default());
+    /// the cache cannot change a count. On the heap: the thread-local itself stays a few bytes
+    /// (a Python extension module has under 2 KB of static TLS to share, and each map's
+    /// hasher holds a 192-byte secret).
+    static PIECES: RefCell<Vec<PieceCache>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's piece cache number `slot`.
+pub(super) fn with_piece_cache<R>(slot: usize, f: impl FnOnce(&mut PieceCache) -> R) -> R {
+    PIECES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() < CACHE_SLOTS {
+            cache.resize_with(CACHE_SLOTS, PieceCache::default);
+        }
+        f(&mut cache[slot])
+    })
 }
 
 /// The tokens of one pre-tokenized piece, from the cache when it is short.
-fn count_piece(
-    tokenizer: &bpe_openai::Tokenizer,
-    cache: &mut HashMap<Box<str>, u32, xxhash_rust::xxh3::Xxh3Builder>,
+pub(super) fn count_piece(
+    bpe: &::bpe::byte_pair_encoding::BytePairEncoding,
+    cache: &mut PieceCache,
     piece: &str,
 ) -> usize {
     if piece.len() > CACHED_PIECE_LEN {
-        return tokenizer.bpe.count(piece.as_bytes());
+        return bpe.count(piece.as_bytes());
     }
     if let Some(&count) = cache.get(piece) {
         return count as usize;
     }
-    let count = tokenizer.bpe.count(piece.as_bytes());
+    let count = bpe.count(piece.as_bytes());
     if cache.len() >= CACHE_CAPACITY {
         cache.clear();
     }
@@ -101,10 +119,8 @@ impl TokenCounter for OpenAiEncoding {
     /// short pieces from a per-thread cache (see [`count_piece`]).
     fn count(&self, text: &str) -> usize {
         let tokenizer = self.tokenizer();
-        PIECES.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            let cache = &mut cache[*self as usize];
-            tokenizer.split(text).map(|piece| count_piece(tokenizer, cache, piece)).sum()
+        with_piece_cache(*self as usize, |cache| {
+            tokenizer.split(text).map(|piece| count_piece(&tokenizer.bpe, cache, piece)).sum()
         })
     }
 
@@ -123,15 +139,13 @@ impl TokenCounter for OpenAiEncoding {
             return None;
         }
         let tokenizer = self.tokenizer();
-        PIECES.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            let cache = &mut cache[*self as usize];
+        with_piece_cache(*self as usize, |cache| {
             let mut total = 0;
             for piece in tokenizer.split(text) {
                 total += if piece.len() > CACHED_PIECE_LEN {
                     tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
                 } else {
-                    count_piece(tokenizer, cache, piece)
+                    count_piece(&tokenizer.bpe, cache, piece)
                 };
                 if total > limit {
                     return None;

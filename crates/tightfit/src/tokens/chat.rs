@@ -5,7 +5,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::image::{self, Dimensions};
-use super::{schema, Estimate, OpenAiEncoding, TokenCounter, TokenizerError};
+use super::templates::{template, Template};
+use super::{schema, Estimate, OpenAiEncoding, OpenFamily, OpenTokenizer, TokenCounter, TokenizerError};
 use crate::message::{ImageSource, Message, Part, Role, Tool};
 use crate::models::TokenizerFamily;
 
@@ -25,14 +26,32 @@ pub enum Framing {
     /// per-message count cannot know the turn, and over is the safe side (`drop_thinking`
     /// removes it).
     Anthropic,
+    /// Llama 3.1–3.3's chat template: 4 per message plus the role, 8 per tool call beyond
+    /// name and arguments, 30 per request (begin-of-text, the system block with its date
+    /// lines, the reply's header). Names and reasoning are not written.
+    Llama3,
+    /// ChatML as Qwen 2.5/3 write it: 4 per message plus the role, 12 per tool call, 5 per
+    /// tool result, 3 of reply priming; reasoning counted.
+    ChatMl,
+    /// DeepSeek V3/R1: 1 marker per user turn, 2 per assistant turn, roles not written, 11
+    /// per tool call, 4 per result, 4 per request; earlier reasoning dropped.
+    DeepSeek,
+    /// Mistral's instruct format (mistral-common): 2 control tokens per system or user turn,
+    /// 1 per assistant turn, 21 per tool call, 18 per result, 1 per request; reasoning counted.
+    Mistral,
 }
 
-/// Tokens of an image whose size could not be read, per family, come from
-/// [`ChatCounter::with_default_image`]; the rest of the constants are here.
-const PER_MESSAGE: usize = 3;
-const PER_NAME: usize = 1;
-const PER_TOOL_CALL: usize = 3;
-const REPLY_PRIMING: usize = 3;
+impl Framing {
+    /// The framing of an open family's chat template.
+    pub fn for_open_family(family: OpenFamily) -> Framing {
+        match family {
+            OpenFamily::Llama3 => Framing::Llama3,
+            OpenFamily::Qwen => Framing::ChatMl,
+            OpenFamily::DeepSeekV3 => Framing::DeepSeek,
+            OpenFamily::MistralTekken => Framing::Mistral,
+        }
+    }
+}
 
 /// Counts the tokens of messages and conversations for one model: a tokenizer and a framing.
 ///
@@ -42,6 +61,7 @@ const REPLY_PRIMING: usize = 3;
 pub struct ChatCounter {
     counter: Arc<dyn TokenCounter>,
     framing: Framing,
+    template: Template,
     default_image: Dimensions,
     /// The calibration factor applied to message and tool-schema counts (1 when uncalibrated).
     scale: f64,
@@ -80,6 +100,7 @@ impl ChatCounter {
         let mut this = ChatCounter {
             counter,
             framing,
+            template: template(framing),
             default_image: image::DEFAULT_DIMENSIONS,
             scale: 1.0,
             role_tokens,
@@ -95,14 +116,48 @@ impl ChatCounter {
     }
 
     /// The counter the registry's tokenizer family calls for: exact BPE with OpenAI framing
-    /// for OpenAI encodings, [`Estimate::claude`] with Claude framing for Claude, and
-    /// [`Estimate::open_model`] with OpenAI framing for every other model.
+    /// for OpenAI encodings; exact BPE with the family's chat framing for Qwen, DeepSeek and
+    /// Mistral tekken (embedded) and for Llama 3 when its vocabulary is found (see
+    /// [`super::llama3`]; if not, [`Estimate::open_model`] saying so); [`Estimate::claude`]
+    /// with Claude framing for Claude; [`Estimate::open_model`] with OpenAI framing for every
+    /// other model. An embedded family is built on its first use in the process (0.5–1.3 s).
     pub fn for_family(family: TokenizerFamily) -> ChatCounter {
-        match family {
-            TokenizerFamily::O200kBase => ChatCounter::openai(OpenAiEncoding::O200kBase),
-            TokenizerFamily::Cl100kBase => ChatCounter::openai(OpenAiEncoding::Cl100kBase),
-            TokenizerFamily::Claude => ChatCounter::new(Arc::new(Estimate::claude()), Framing::Anthropic),
-            _ => ChatCounter::new(Arc::new(Estimate::open_model()), Framing::OpenAi),
+        let open = match family {
+            TokenizerFamily::O200kBase => return ChatCounter::openai(OpenAiEncoding::O200kBase),
+            TokenizerFamily::Cl100kBase => return ChatCounter::openai(OpenAiEncoding::Cl100kBase),
+            TokenizerFamily::Claude => {
+                return ChatCounter::new(Arc::new(Estimate::claude()), Framing::Anthropic)
+            }
+            TokenizerFamily::Llama3 => OpenFamily::Llama3,
+            TokenizerFamily::Qwen => OpenFamily::Qwen,
+            TokenizerFamily::DeepSeekV3 => OpenFamily::DeepSeekV3,
+            TokenizerFamily::MistralTekken => OpenFamily::MistralTekken,
+            _ => return ChatCounter::new(Arc::new(Estimate::open_model()), Framing::OpenAi),
+        };
+        let framing = Framing::for_open_family(open);
+        let counter: Arc<dyn TokenCounter> = match OpenTokenizer::embedded(open) {
+            Some(tokenizer) => tokenizer,
+            None => match super::llama3() {
+                Ok(tokenizer) => tokenizer,
+                Err(reason) => Arc::new(Estimate::open_model().with_reason(reason)),
+            },
+        };
+        ChatCounter::new(counter, framing)
+    }
+
+    /// The counter of an open family's tokenizer (a user's file, say) with its chat framing.
+    pub fn for_open(tokenizer: Arc<OpenTokenizer>) -> ChatCounter {
+        let framing = Framing::for_open_family(tokenizer.family());
+        ChatCounter::new(tokenizer, framing)
+    }
+
+    /// Why this counter's counts are an estimate (its text counter's reason, or that it was
+    /// calibrated), or `None` when they are exact.
+    pub fn estimate_reason(&self) -> Option<String> {
+        match self.counter.estimate_reason() {
+            Some(reason) => Some(reason.to_string()),
+            None if self.scale != 1.0 => Some(format!("calibrated from usage (× {:.4})", self.scale)),
+            None => None,
         }
     }
 
@@ -138,6 +193,21 @@ impl ChatCounter {
         }
         let mut calibrated = self.clone();
         calibrated.scale = self.scale * reported as f64 / estimated as f64;
+        calibrated.fingerprint = calibrated.compute_fingerprint();
+        Ok(calibrated)
+    }
+
+    /// This counter with every message and the tool schemas scaled by `factor` (a calibration
+    /// worked out earlier, `reported / estimated` of a request; it multiplies any calibration
+    /// this counter already has). Errors unless `factor` is finite and positive.
+    pub fn scaled_by(&self, factor: f64) -> Result<ChatCounter, TokenizerError> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(TokenizerError::Calibration(format!(
+                "the factor must be finite and positive, got {factor}"
+            )));
+        }
+        let mut calibrated = self.clone();
+        calibrated.scale = self.scale * factor;
         calibrated.fingerprint = calibrated.compute_fingerprint();
         Ok(calibrated)
     }
@@ -185,9 +255,10 @@ impl ChatCounter {
             Role::Other => self.counter.count(message.role_name()),
             role => self.role_tokens[role_index(role)],
         };
-        let mut total = PER_MESSAGE + role;
-        if let Some(name) = &message.name {
-            total += PER_NAME + self.counter.count(name);
+        let role = if self.template.role_as_text { role } else { 0 };
+        let mut total = self.template.per_message[role_index(message.role)] + role;
+        if let (Some(name), Some(per_name)) = (&message.name, self.template.per_name) {
+            total += per_name + self.counter.count(name);
         }
         self.scaled(total + self.parts_tokens(&message.parts))
     }
@@ -209,29 +280,24 @@ impl ChatCounter {
                 }
                 .unwrap_or(self.default_image);
                 match self.framing {
-                    Framing::OpenAi => image::openai_image_tokens(size, image.detail.as_deref()),
                     Framing::Anthropic => image::claude_image_tokens(size),
+                    _ => image::openai_image_tokens(size, image.detail.as_deref()),
                 }
             }
             Part::Audio(audio) => audio_tokens(audio.data.len(), audio.format.as_deref()),
             Part::File(file) => file_tokens(counter, &file.fields),
-            Part::Thinking(t) => match self.framing {
-                Framing::OpenAi => 0,
-                Framing::Anthropic => counter.count(&t.text),
-            },
-            Part::RedactedThinking(r) => match self.framing {
-                Framing::OpenAi => 0,
-                // encrypted: about 3 bytes of base64 per token of the original
-                Framing::Anthropic => r.data.len().div_ceil(3),
-            },
+            Part::Thinking(t) if self.template.thinking => counter.count(&t.text),
+            // encrypted: about 3 bytes of base64 per token of the original
+            Part::RedactedThinking(r) if self.template.thinking => r.data.len().div_ceil(3),
+            Part::Thinking(_) | Part::RedactedThinking(_) => 0,
             Part::ToolCall(call) => {
                 let arguments = match &call.arguments {
                     crate::message::Arguments::Text(s) => counter.count(s),
                     crate::message::Arguments::Json(v) => counter.count(&v.to_string()),
                 };
-                PER_TOOL_CALL + counter.count(&call.name) + arguments
+                self.template.per_tool_call + counter.count(&call.name) + arguments
             }
-            Part::ToolResult(result) => PER_TOOL_CALL + self.parts_tokens(&result.parts),
+            Part::ToolResult(result) => self.template.per_tool_result + self.parts_tokens(&result.parts),
             Part::Opaque(value) => match value {
                 Value::String(s) => counter.count(s),
                 other => counter.count(&other.to_string()),
@@ -242,14 +308,14 @@ impl ChatCounter {
     /// Tokens of the tool schemas offered to the model (see the `schema` module's heuristic).
     pub fn tools_tokens(&self, tools: &[Tool]) -> usize {
         self.scaled(match self.framing {
-            Framing::OpenAi => schema::openai_tools_tokens(self.counter.as_ref(), tools),
             Framing::Anthropic => schema::anthropic_tools_tokens(self.counter.as_ref(), tools),
+            _ => schema::openai_tools_tokens(self.counter.as_ref(), tools),
         })
     }
 
     /// Tokens the provider adds once per request to prime the reply.
     pub fn priming_tokens(&self) -> usize {
-        REPLY_PRIMING
+        self.template.priming
     }
 
     /// Counts a conversation, every message tokenized (see [`super::CountCache`] to avoid

@@ -5,7 +5,9 @@
 //! - [`TokenCounter`]: counts the tokens of a text. Backends: [`OpenAiEncoding`] (exact BPE,
 //!   vocabularies embedded in the binary), [`Estimate`] (for models without a public
 //!   tokenizer, such as Claude), [`Calibrated`] (an estimate corrected from a provider's
-//!   reported `usage`), and `HfTokenizer` (a HuggingFace `tokenizer.json`, feature `hf`).
+//!   reported `usage`), [`OpenTokenizer`] (exact BPE for Llama 3, Qwen, DeepSeek and Mistral
+//!   tekken: see the `open` module), and `HfTokenizer` (a HuggingFace `tokenizer.json`,
+//!   feature `hf`).
 //! - [`ChatCounter`]: counts messages and conversations the way a provider bills them.
 //! - [`CountCache`] and [`RunningCount`]: counting a conversation again after it changed
 //!   re-tokenizes only the messages that changed.
@@ -17,7 +19,9 @@ mod estimate;
 #[cfg(feature = "hf")]
 mod hf;
 pub mod image;
+mod open;
 mod schema;
+mod templates;
 
 pub use bpe::OpenAiEncoding;
 pub use cache::{message_fingerprint, CountCache, RunningCount};
@@ -25,6 +29,10 @@ pub use chat::{ChatCounter, Count, Framing, DEFAULT_FILE_TOKENS};
 pub use estimate::{Calibrated, Estimate};
 #[cfg(feature = "hf")]
 pub use hf::HfTokenizer;
+pub use open::{
+    llama3, llama3_candidates, recognize_file, set_llama3_search_path, OpenFamily, OpenTokenizer,
+    LLAMA3_NOT_FOUND,
+};
 
 /// Counts the tokens of a text for one tokenizer.
 ///
@@ -50,6 +58,13 @@ pub trait TokenCounter: Send + Sync {
     /// asks whether a text is over some number skips counting texts too short to be.
     fn max_tokens_of_len(&self, bytes: usize) -> Option<usize> {
         let _ = bytes;
+        None
+    }
+
+    /// Why counts are an estimate rather than the model's own tokenizer's, or `None` (the
+    /// default) when they are exact. Shown beside counts (`tightfit count` says "estimated:
+    /// …").
+    fn estimate_reason(&self) -> Option<&str> {
         None
     }
 
