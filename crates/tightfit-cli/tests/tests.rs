@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 mod fit;
+mod numbers;
 mod responses;
 mod serve;
 mod simulate;
