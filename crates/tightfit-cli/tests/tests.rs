@@ -9,6 +9,7 @@ use serde_json::Value;
 mod count_open;
 mod fit;
 mod gemini;
+mod numbers;
 mod responses;
 mod serve;
 mod simulate;

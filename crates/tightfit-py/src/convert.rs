@@ -17,7 +17,8 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Number, Value};
 
 /// How deep data may nest: the limit `serde_json` applies when it reads text, so a history
@@ -130,7 +131,7 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
         if let Ok(u) = int.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        return Err(ConvertError::new("an integer too large for JSON (beyond 64 bits)"));
+        return big_number(obj);
     }
     if let Ok(float) = obj.cast::<PyFloat>() {
         let f = float.value();
@@ -144,6 +145,9 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
     if let Ok(s) = obj.cast::<PyString>() {
         return string(s).map(Value::String);
     }
+    if is_decimal(obj) {
+        return decimal(obj);
+    }
     if let Some(dumped) = pydantic_json(obj) {
         return walk(&dumped?, depth);
     }
@@ -151,6 +155,44 @@ fn walk(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
         "expected JSON data (dict, list, str, int, float, bool or None), found {}",
         type_name(obj)
     )))
+}
+
+/// An integer beyond 64 bits, kept exactly: its decimal text becomes the number's text
+/// (`serde_json`'s `arbitrary_precision`), as the command line keeps one it reads.
+fn big_number(int: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
+    let text = int.str().map_err(|e| ConvertError::new(format!("an integer without a decimal form: {e}")))?;
+    let text = string(&text)?;
+    serde_json::from_str::<Number>(&text)
+        .map(Value::Number)
+        .map_err(|e| ConvertError::new(format!("an integer JSON cannot hold ({e})")))
+}
+
+/// `decimal.Decimal`, looked up once per interpreter.
+fn decimal_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static DECIMAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    DECIMAL.import(py, "decimal", "Decimal")
+}
+
+/// Whether `obj` is a `decimal.Decimal`.
+fn is_decimal(obj: &Bound<'_, PyAny>) -> bool {
+    decimal_type(obj.py()).is_ok_and(|decimal| obj.is_instance(decimal.as_any()).unwrap_or(false))
+}
+
+/// A finite `decimal.Decimal`, kept exactly: its text (`str(d)`, which is JSON's number
+/// grammar for finite values: `1.50`, `-2E+7`) becomes the number's text.
+fn decimal(obj: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
+    let finite =
+        obj.call_method0(intern!(obj.py(), "is_finite")).and_then(|f| f.is_truthy()).unwrap_or(false);
+    let text = obj.str().map_err(|e| ConvertError::new(format!("a Decimal without a text form: {e}")))?;
+    let text = string(&text)?;
+    if !finite {
+        return Err(ConvertError::new(format!(
+            "Decimal('{text}') is not a finite number, which JSON cannot hold"
+        )));
+    }
+    serde_json::from_str::<Number>(&text)
+        .map(Value::Number)
+        .map_err(|e| ConvertError::new(format!("Decimal('{text}') is not a JSON number ({e})")))
 }
 
 /// The JSON form of a pydantic model (what the OpenAI and Anthropic SDKs return: a
@@ -178,6 +220,60 @@ pub(crate) fn to_value_at(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value,
     walk(obj, depth)
 }
 
+/// A number beyond `i64`/`u64`, by its text (kept as it was read): an integer text becomes a
+/// Python `int` of any size; a float that a Python `float` holds exactly (its shortest form has
+/// the text's value: `0.1`, `1e5`) a `float`; any other (400 digits, `1e400`) a
+/// `decimal.Decimal` of the text, so nothing is rounded on the way back.
+fn number_to_python<'py>(py: Python<'py>, n: &Number) -> PyResult<Bound<'py, PyAny>> {
+    let text = n.to_string();
+    if is_integer_text(&text) {
+        return py.get_type::<PyInt>().call1((text,));
+    }
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() && same_value(&text, &format!("{f:e}")) => Ok(f.into_pyobject(py)?.into_any()),
+        _ => decimal_type(py)?.call1((text,)),
+    }
+}
+
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether two decimal texts (JSON numbers, or Rust's `{:e}` of an `f64`) have the same value:
+/// both brought to (sign, significant digits, exponent).
+fn same_value(a: &str, b: &str) -> bool {
+    match (decimal_parts(a), decimal_parts(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `-12.50e3` -> `(true, "125", 2)`: the sign, the digits without leading or trailing zeros,
+/// and the power of ten of the last digit (zero is `(sign, "", 0)`). `None` for an exponent
+/// beyond `i64`.
+fn decimal_parts(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], text[at + 1..].trim_start_matches('+').parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    let trimmed = digits.trim_end_matches('0');
+    if trimmed.is_empty() {
+        return Some((negative, String::new(), 0));
+    }
+    let exponent = exponent
+        .checked_sub(i64::try_from(fraction.len()).ok()?)?
+        .checked_add(i64::try_from(digits.len() - trimmed.len()).ok()?)?;
+    Some((negative, trimmed.to_string(), exponent))
+}
+
 /// Writes JSON as Python data: objects become dicts (key order kept), arrays lists.
 pub(crate) fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
@@ -189,7 +285,7 @@ pub(crate) fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'
             } else if let Some(u) = n.as_u64() {
                 u.into_pyobject(py)?.into_any()
             } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+                number_to_python(py, n)?
             }
         }
         Value::String(s) => PyString::new(py, s).into_any(),

@@ -299,6 +299,30 @@ fn a_huggingface_tokenizer_file_counts_with_its_vocabulary() {
     std::fs::remove_file(path).ok();
 }
 
+/// A Unigram model's vocabulary holds float scores and a BPE's `dropout` is a float: both are
+/// read inside the `tokenizers` crate's untagged enums, which must still accept them with
+/// serde_json's `arbitrary_precision` on (it keeps a number as its text).
+#[cfg(feature = "hf")]
+#[test]
+fn huggingface_tokenizers_with_float_fields_load() {
+    let unigram = r#"{
+      "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+      "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,
+      "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["hello", -1.5], ["world", -2.25]]}
+    }"#;
+    let tokenizer = tightfit::tokens::HfTokenizer::from_bytes(unigram.as_bytes()).unwrap();
+    assert_eq!(tokenizer.count("hello world hello"), 3);
+    let bpe = r#"{
+      "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+      "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,
+      "model": {"type": "BPE", "dropout": 0.25, "unk_token": null, "continuing_subword_prefix": null,
+        "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
+        "vocab": {"h": 0, "i": 1, "hi": 2}, "merges": ["h i"]}
+    }"#;
+    let tokenizer = tightfit::tokens::HfTokenizer::from_bytes(bpe.as_bytes()).unwrap();
+    assert!(tokenizer.count("hi hi") >= 2);
+}
+
 #[test]
 fn documents_count_text_as_text_and_binary_by_size() {
     let claude = ChatCounter::for_family(tightfit::models::TokenizerFamily::Claude);

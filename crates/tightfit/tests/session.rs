@@ -273,6 +273,37 @@ fn a_corrupt_checkpoint_is_an_error_naming_the_store_and_conversation() {
     }
 }
 
+/// Checkpoints hold the messages a compaction rewrote, read back through an untagged enum:
+/// numbers an `f64` cannot hold (kept as their text) come back from them as they went in.
+#[test]
+fn a_checkpoint_keeps_numbers_beyond_an_f64() {
+    let line = &lines(&shared("data/agent_mini_swe_deepseek.jsonl"))[0];
+    let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+    let numbers = r#"{"big": 123456789012345678901234567890, "precise": 0.1000000000000000000000000000001, "tenth": 0.1, "huge": 1e400}"#;
+    for message in value["messages"].as_array_mut().unwrap() {
+        message["meta"] = serde_json::from_str(numbers).unwrap();
+    }
+    let conversation = parse_str(&value.to_string(), FormatHint::Auto).unwrap();
+    let ends = turn_ends(&conversation.messages);
+    let half = ends.len() / 2;
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let session = || Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::clone(&store));
+    let first = agent_loop_over(&session(), &conversation, &ends[..half]);
+    assert!(first.compactions >= 1, "a checkpoint is written");
+    // a new session (nothing in memory) reads the checkpoint and sends the numbers as they came
+    // (serde_json writes an exponent with its sign: `1e400` as `1e+400`, the same value)
+    let rest = agent_loop_over(&session(), &conversation, &ends[half..]).requests;
+    let last = rest.last().unwrap().join("");
+    assert!(
+        last.contains(r#""precise":0.1000000000000000000000000000001"#) && last.contains(r#""huge":1e+400"#)
+    );
+    let whole = agent_loop(
+        &Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::new(MemoryStore::new())),
+        &conversation,
+    );
+    assert_eq!(rest, whole.requests[half..]);
+}
+
 #[test]
 fn a_checkpoint_of_version_1_is_read() {
     let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];

@@ -15,7 +15,8 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::fit::Fitted;
@@ -270,10 +271,52 @@ struct Checkpoint {
     entries: Vec<CheckpointEntry>,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[derive(Serialize)]
+#[serde(untagged)]
 enum CheckpointEntry {
     Keep { keep: [usize; 2] },
     Replace { replace: usize, kind: ChangeKind, detail: String, message: Value },
     Insert { insert: Value, detail: String },
+}
+
+/// Read by the key that names the entry (`keep`, `replace`, `insert`), not as an untagged
+/// enum: serde buffers an untagged enum's content, and a number kept as its text (serde_json's
+/// `arbitrary_precision`: an integer beyond 64 bits, a float of 400 digits in a message) does
+/// not survive that buffer. Costs one look-up of the key per entry.
+impl<'de> Deserialize<'de> for CheckpointEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Keep {
+            keep: [usize; 2],
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Replace {
+            replace: usize,
+            kind: ChangeKind,
+            detail: String,
+            message: Value,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Insert {
+            insert: Value,
+            detail: String,
+        }
+        let value = Value::deserialize(deserializer)?;
+        let entry = if value.get("keep").is_some() {
+            serde_json::from_value::<Keep>(value).map(|Keep { keep }| CheckpointEntry::Keep { keep })
+        } else if value.get("replace").is_some() {
+            serde_json::from_value::<Replace>(value).map(|Replace { replace, kind, detail, message }| {
+                CheckpointEntry::Replace { replace, kind, detail, message }
+            })
+        } else if value.get("insert").is_some() {
+            serde_json::from_value::<Insert>(value)
+                .map(|Insert { insert, detail }| CheckpointEntry::Insert { insert, detail })
+        } else {
+            return Err(D::Error::custom("an entry without `keep`, `replace` or `insert`"));
+        };
+        entry.map_err(D::Error::custom)
+    }
 }
