@@ -244,11 +244,23 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
         let (previous, current) = (history.message(i - 1).role, history.message(i).role);
         if previous == current && matches!(current, Role::User | Role::Assistant) {
             let moved = history.message(i).clone();
+            let kept = &history.message(i - 1).extra;
+            let differing: Vec<String> = moved
+                .extra
+                .iter()
+                .filter(|(key, value)| kept.get(*key).is_some_and(|k| k != *value))
+                .map(|(key, _)| format!("`{key}`"))
+                .collect();
             history.edit(
                 i - 1,
                 ChangeKind::Rewritten,
                 format!("merged the next {current} turn into it"),
                 |m| {
+                    // the second turn's own fields go with its content; a field both carry
+                    // keeps the first's value (the line below names it)
+                    for (key, value) in moved.extra {
+                        m.extra.entry(key).or_insert(value);
+                    }
                     let mut parts = std::mem::take(&mut m.parts);
                     parts.extend(moved.parts);
                     // tool results lead a user message, thinking an assistant message
@@ -261,7 +273,11 @@ pub fn normalize(history: &mut History<'_>) -> Vec<String> {
                 },
             );
             history.remove(i, &format!("{MERGED_INTO}{current} turn before it"));
-            lines.push(format!("messages[{}]: merged two {current} turns in a row", i - 1));
+            let mut line = format!("messages[{}]: merged two {current} turns in a row", i - 1);
+            if !differing.is_empty() {
+                line += &format!("; their {} differed, the first's kept", differing.join(", "));
+            }
+            lines.push(line);
         } else {
             i += 1;
         }

@@ -326,6 +326,36 @@ fn an_anthropic_history_that_would_start_with_the_assistant_gets_a_user_turn_fir
     assert_eq!(fitted.report.repairs.len(), 1);
 }
 
+/// Two Anthropic user turns in a row are merged into one; the fields the caller keeps on its
+/// messages (ids, metadata) go with the merged content instead of vanishing, and a field both
+/// turns carry with different values keeps the first's and is named in the repair line.
+#[test]
+fn merging_two_turns_keeps_the_second_turns_own_fields() {
+    let conversation = parse_str(
+        &json!([
+            {"role": "user", "content": "first", "uuid": "u-1", "meta": {"source": "cli"}},
+            {"role": "user", "content": "second", "uuid": "u-2", "timestamp": "2026-11-26T10:00:00Z",
+             "meta": {"source": "cli"}},
+            {"role": "assistant", "content": "ok"}
+        ])
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let fitted = fit(&conversation, &Target::budget(10_000, counter()), None).unwrap();
+    assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
+    assert_eq!(fitted.messages.len(), 2);
+    let merged = &fitted.messages[0];
+    assert_eq!(merged.text_content(), "first\nsecond");
+    assert_eq!(merged.extra["timestamp"], json!("2026-11-26T10:00:00Z"));
+    assert_eq!(merged.extra["meta"], json!({"source": "cli"}));
+    assert_eq!(merged.extra["uuid"], json!("u-1"));
+    assert_eq!(
+        fitted.report.repairs,
+        ["messages[0]: merged two user turns in a row; their `uuid` differed, the first's kept"]
+    );
+}
+
 /// A client that assembled its blocks itself can put the thinking of the current tool turn
 /// after its text; Anthropic rejects that, and the repair pass moves it first (a step that cut
 /// the turn's end would expose the same rule).
