@@ -109,7 +109,7 @@ impl Counters {
 /// The counter of a tokenizer file: the exact BPE with the family's chat framing when the file
 /// holds a vocabulary tightfit knows (Llama 3's `tokenizer.model` or `tokenizer.json`, Qwen's,
 /// DeepSeek's), else the HuggingFace backend.
-fn file_counter(path: &Path) -> anyhow::Result<ChatCounter> {
+pub(crate) fn file_counter(path: &Path) -> anyhow::Result<ChatCounter> {
     match tightfit::tokens::recognize_file(path)? {
         Some(open) => Ok(ChatCounter::for_open(open)),
         None => hf_counter(path),

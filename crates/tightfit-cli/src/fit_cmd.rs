@@ -14,6 +14,7 @@ use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::models::{ModelInfo, Registry};
 use tightfit::pipeline::Pipeline;
 use tightfit::store::Store;
+use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 use tightfit::summary::Summarizer;
 use tightfit::{Plan, Report};
 
@@ -24,8 +25,11 @@ use crate::input::{self, Record};
 pub struct Options {
     /// `--model`, or `None` to use each request's `model`.
     pub model: Option<String>,
-    /// `--budget`: tokens, instead of the model's window minus the reserved output.
+    /// `--budget`: tokens, instead of the model's window minus the reserved output. Without a
+    /// model (no `--model`, no `model` in the request) it is counted with `o200k_base`.
     pub budget: Option<usize>,
+    /// `--tokenizer`: the counter of a tokenizer file, counting instead of the model's.
+    pub counter: Option<ChatCounter>,
     /// `--allow-over-window`: a budget past the model's input limit is not an error.
     pub allow_over_window: bool,
     /// `--format`.
@@ -218,10 +222,23 @@ fn fit_record(
 ) -> anyhow::Result<Fitted> {
     let conversation = input::parse_for_model(record, options.hint, registry, fixed_model)?;
     let request = conversation.request.as_ref();
-    let model = input::model(registry, fixed_model, &conversation)?;
-    let mut target = Target::for_model(model, request.and_then(|r| r.reserved_output()));
+    let mut target = match (input::model_if_named(registry, fixed_model, &conversation)?, options.budget) {
+        (Some(model), budget) => {
+            if let Some(budget) = budget {
+                Target::check_budget(model, budget, options.allow_over_window)?;
+            }
+            Target::for_model(model, request.and_then(|r| r.reserved_output()))
+        }
+        (None, Some(budget)) => Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase)),
+        (None, None) => anyhow::bail!(
+            "no model and no budget: pass --model (its window gives the budget), give a request body \
+             with `model`, or pass --budget (counted with o200k_base unless --tokenizer names another)"
+        ),
+    };
+    if let Some(counter) = &options.counter {
+        target.counter = counter.clone();
+    }
     if let Some(budget) = options.budget {
-        Target::check_budget(model, budget, options.allow_over_window)?;
         target = target.with_budget(budget);
     }
     let mut services = match &options.store {

@@ -255,6 +255,20 @@ fn located(error: format::FormatError, record: &Record) -> anyhow::Error {
     }
 }
 
+/// The model a conversation names: `--model` if given, else the request body's `model`;
+/// `None` when neither names one (a fit to a bare `--budget`).
+pub fn model_if_named<'r>(
+    registry: &'r Registry,
+    fixed: Option<&'r ModelInfo>,
+    conversation: &Conversation,
+) -> anyhow::Result<Option<&'r ModelInfo>> {
+    match (fixed, conversation.request.as_ref().and_then(|r| r.model.as_deref())) {
+        (Some(model), _) => Ok(Some(model)),
+        (None, Some(name)) => Ok(Some(registry.lookup(name)?)),
+        (None, None) => Ok(None),
+    }
+}
+
 /// The model a conversation is for: `--model` if given, else the request body's `model`.
 pub fn model<'r>(
     registry: &'r Registry,

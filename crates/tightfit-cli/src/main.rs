@@ -75,7 +75,8 @@ enum Command {
     Fit {
         /// The conversation file, or `-` for standard input.
         file: PathBuf,
-        /// The model to fit for. Defaults to the request body's `model`.
+        /// The model to fit for. Defaults to the request body's `model`; with neither, a
+        /// --budget is counted with o200k_base (there is no default model).
         #[arg(long, short)]
         model: Option<String>,
         /// The budget in tokens (the whole request), instead of the model's window minus the
@@ -138,6 +139,10 @@ enum Command {
         /// How many times a failed summarizer request is tried again (1 s, then 2 s, ...).
         #[arg(long, value_name = "N", default_value_t = 2)]
         summarizer_retries: u32,
+        /// Count with this tokenizer file instead of the model's counter (as for `count`); the
+        /// model still gives the window.
+        #[arg(long, value_name = "FILE")]
+        tokenizer: Option<PathBuf>,
     },
     /// Give back the messages a fit offloaded under HANDLE, as they came (a JSON array of the
     /// wire messages, each with its index in the input).
@@ -414,6 +419,7 @@ fn main() -> ExitCode {
             summarizer_api,
             summarizer_key_env,
             summarizer_retries,
+            tokenizer,
         } => registry(models_file.as_ref()).and_then(|registry| {
             let summarizer = summarizer_url.zip(summarizer_model).map(|(url, model)| {
                 let api = match summarizer_api {
@@ -429,9 +435,11 @@ fn main() -> ExitCode {
             });
             let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
             let store = store.map(|spec| tightfit_store::StoreSpec::parse(&spec)?.open()).transpose()?;
+            let counter = tokenizer.as_deref().map(count_cmd::file_counter).transpose()?;
             let options = fit_cmd::Options {
                 model,
                 budget,
+                counter,
                 allow_over_window,
                 hint: format.hint(),
                 output,

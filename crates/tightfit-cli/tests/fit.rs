@@ -471,3 +471,44 @@ fn streamed_json_lines_keep_their_order_on_several_workers() {
     }
     assert!(stderr(&output).contains("<stdin>: 80 conversations, 80 fitted"), "{}", stderr(&output));
 }
+
+/// There is no default model: a bare `--budget` is counted with o200k_base (the report says
+/// so), and with neither a model nor a budget the error says what to pass; `--tokenizer`
+/// counts instead of the model's counter, as for `count`.
+#[test]
+fn a_bare_budget_needs_no_model_and_nothing_at_all_is_an_error() {
+    let turns: Vec<Value> = (0..12)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": format!("turn {i}: hello world hello world hello")})
+        })
+        .collect();
+    let input = Value::Array(turns).to_string();
+    let output = tightfit(&["fit", "-", "--budget", "60", "--report", "json"], Some(&input));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(stderr(&output).lines().next().unwrap()).unwrap();
+    assert_eq!(report["counter"], "o200k_base");
+    assert!(report["compressed_token_count"].as_u64().unwrap() <= 60);
+
+    let output = tightfit(&["fit", "-"], Some(&input));
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("no model and no budget: pass --model"), "{}", stderr(&output));
+
+    #[cfg(feature = "hf")]
+    {
+        // a word-level vocabulary: every word one token
+        let json = r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+          "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null, "decoder": null,
+          "model": {"type": "WordLevel", "vocab": {"hello": 0, "world": 1, "[UNK]": 2}, "unk_token": "[UNK]"}}"#;
+        let file = TempFile::new("words-tokenizer.json");
+        std::fs::write(&file.0, json).unwrap();
+        let output = tightfit(
+            &["fit", "-", "--budget", "60", "--tokenizer", file.path(), "--report", "json"],
+            Some(&input),
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report: Value = serde_json::from_str(stderr(&output).lines().next().unwrap()).unwrap();
+        assert!(report["counter"].as_str().unwrap().starts_with("hf:"), "{report}");
+        assert!(report["compressed_token_count"].as_u64().unwrap() <= 60);
+    }
+}

@@ -4,12 +4,11 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use tightfit::models::Registry;
-
 use crate::args;
 use crate::counter::counter;
 use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
+use crate::target::required_model;
 
 /// A conversation's tokens.
 #[pyclass(frozen, module = "tightfit", name = "Count")]
@@ -66,23 +65,24 @@ impl PyCount {
 /// Counts `messages` (and `tools`) for `model` (with the `tokenizer` file when given, scaled by
 /// `calibration`). Costs one tokenizer pass over the text.
 #[pyfunction]
-#[pyo3(signature = (messages, model, *, tools = None, format = None, tokenizer = None, calibration = None))]
+#[pyo3(signature = (messages, model = None, *, system = None, tools = None, format = None, tokenizer = None, calibration = None))]
 pub(crate) fn count(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-    model: &Bound<'_, PyAny>,
+    model: Option<&Bound<'_, PyAny>>,
+    system: Option<&Bound<'_, PyAny>>,
     tools: Option<&Bound<'_, PyAny>>,
     format: Option<&str>,
     tokenizer: Option<PathBuf>,
     calibration: Option<f64>,
 ) -> PyResult<PyCount> {
-    let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
-    let raw = RawInput::read_history_or_body(&args::messages(messages)?, tools, format)?
-        .preferring(Some(model_format(model)));
+    let raw = RawInput::read_any(&args::messages(messages)?, tools, format, system)?.0;
+    let model = required_model(model, Some(&raw))?;
+    let raw = raw.preferring(Some(model_format(model)));
     let counted = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;
-            let counter = counter(model, tokenizer.as_deref(), calibration)?;
+            let counter = counter(Some(model), tokenizer.as_deref(), calibration)?;
             let count = counter.count(&conversation.messages, conversation.tools.as_deref());
             let estimate = counter.estimate_reason();
             Ok::<_, Failure>(PyCount {

@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
 use serde_json::Value;
-use tightfit::models::{ModelInfo, Registry};
+use tightfit::models::ModelInfo;
 use tightfit::steps::ConfigError;
 use tightfit::tokens::{ChatCounter, Framing, HfTokenizer};
 
@@ -17,6 +17,7 @@ use crate::args;
 use crate::convert::to_value;
 use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
+use crate::target::required_model;
 
 /// Counters of tokenizer files, by path: reading one costs 0.1–1 s, an agent loop passes the
 /// same path every turn.
@@ -24,15 +25,17 @@ static FILE_COUNTERS: LazyLock<Mutex<HashMap<PathBuf, ChatCounter>>> = LazyLock:
 
 /// The counter for `model`: the tokenizer file's when given (exact BPE with the family's chat
 /// framing for Llama 3, Qwen and DeepSeek files; any other `tokenizer.json` through the
-/// HuggingFace backend with OpenAI framing), else the model's own; scaled by `calibration`.
+/// HuggingFace backend with OpenAI framing), else the model's own (`o200k_base` for a bare
+/// budget, `model` `None`); scaled by `calibration`.
 pub(crate) fn counter(
-    model: &ModelInfo,
+    model: Option<&ModelInfo>,
     tokenizer: Option<&Path>,
     calibration: Option<f64>,
 ) -> Result<ChatCounter, Failure> {
-    let counter = match tokenizer {
-        Some(path) => file_counter(path)?,
-        None => ChatCounter::for_family(model.tokenizer),
+    let counter = match (tokenizer, model) {
+        (Some(path), _) => file_counter(path)?,
+        (None, Some(model)) => ChatCounter::for_family(model.tokenizer),
+        (None, None) => ChatCounter::openai(tightfit::tokens::OpenAiEncoding::O200kBase),
     };
     match calibration {
         Some(factor) => counter.scaled_by(factor).map_err(|e| config("calibration", e.to_string())),
@@ -87,24 +90,24 @@ fn reported_input(usage: &Bound<'_, PyAny>) -> Result<usize, Failure> {
 /// and the `usage` the provider returned for it. Returns `reported / counted`, to pass as
 /// `calibration=`. As `ChatCounter::calibrated` in Rust.
 #[pyfunction]
-#[pyo3(signature = (messages, model, *, usage, tools = None, format = None, tokenizer = None))]
+#[pyo3(signature = (messages, model = None, *, usage, tools = None, format = None, tokenizer = None))]
 pub(crate) fn calibrate(
     py: Python<'_>,
     messages: &Bound<'_, PyAny>,
-    model: &Bound<'_, PyAny>,
+    model: Option<&Bound<'_, PyAny>>,
     usage: &Bound<'_, PyAny>,
     tools: Option<&Bound<'_, PyAny>>,
     format: Option<&str>,
     tokenizer: Option<PathBuf>,
 ) -> PyResult<f64> {
-    let model = Registry::embedded().lookup(&args::model(model)?).map_err(Failure::from)?;
     let reported = reported_input(usage)?;
-    let raw = RawInput::read_history_or_body(&args::messages(messages)?, tools, format)?
-        .preferring(Some(model_format(model)));
+    let raw = RawInput::read_history_or_body(&args::messages(messages)?, tools, format)?;
+    let model = required_model(model, Some(&raw))?;
+    let raw = raw.preferring(Some(model_format(model)));
     let factor = py.detach(|| {
         guard(|| {
             let conversation = raw.parse()?;
-            let counter = counter(model, tokenizer.as_deref(), None)?;
+            let counter = counter(Some(model), tokenizer.as_deref(), None)?;
             let estimated = counter.count(&conversation.messages, conversation.tools.as_deref()).total;
             if estimated == 0 || reported == 0 {
                 return Err(config(

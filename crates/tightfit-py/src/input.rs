@@ -20,6 +20,18 @@ pub(crate) fn format_arg(name: Option<&str>, key: &str) -> Result<Option<Format>
         .transpose()
 }
 
+/// How the caller handed a history over, which decides what a fit hands back.
+pub(crate) enum Shape {
+    /// A list of messages: the fitted list comes back.
+    Messages,
+    /// A request body (a dict with `messages`, `input` or `contents`): the fitted list comes
+    /// back, and the whole body as `FitResult.body`.
+    Body,
+    /// A list of messages and Anthropic's `system=` beside it: the fitted list comes back, and
+    /// the system prompt as `FitResult.system`.
+    System,
+}
+
 /// The messages and tools as JSON, not yet parsed.
 pub(crate) struct RawInput {
     messages: Value,
@@ -49,6 +61,61 @@ impl RawInput {
             format: format_arg(format, "format")?,
             preferred: None,
         })
+    }
+
+    /// Reads whatever form the caller used: a list of messages, a request body, or a list with
+    /// Anthropic's `system=` beside it (read as the body `{"system", "messages"}` in Anthropic's
+    /// format, the only API that takes the system prompt that way).
+    pub(crate) fn read_any(
+        messages: &Bound<'_, PyAny>,
+        tools: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+        system: Option<&Bound<'_, PyAny>>,
+    ) -> Result<(RawInput, Shape), Failure> {
+        let Some(system) = system.filter(|s| !s.is_none()) else {
+            let Ok(dict) = messages.cast::<PyDict>() else {
+                return Ok((RawInput::read(messages, tools, format)?, Shape::Messages));
+            };
+            let is = |key: &str| dict.contains(key).unwrap_or(false);
+            if !(is("messages") || is("input") || is("contents")) && (is("role") || is("type") || is("parts")) {
+                return Err(Failure::Type(
+                    "messages: expected a list of messages or a request body, found one message (a dict \
+                     with `role`): put it in a list"
+                        .into(),
+                ));
+            }
+            return Ok((RawInput::read_history_or_body(messages, tools, format)?, Shape::Body));
+        };
+        if messages.is_instance_of::<PyDict>() {
+            return Err(Failure::Type(
+                "system: a request body carries its own `system`; pass one or the other".into(),
+            ));
+        }
+        let format = format_arg(format, "format")?;
+        if format.is_some_and(|f| f != Format::Anthropic) {
+            return Err(Failure::Config(ConfigError::new(
+                "system",
+                "system= is Anthropic's way to give the system prompt; in other formats it is the \
+                 first message",
+            )));
+        }
+        let list = RawInput::read(messages, None, None)?;
+        let system = to_value(system).map_err(|e| Failure::Format { path: e.path("system"), reason: e.reason.clone() })?;
+        if !(system.is_string() || system.is_array()) {
+            return Err(Failure::Type(
+                "system: expected a string or a list of text blocks, as Anthropic's API takes it".into(),
+            ));
+        }
+        let body = json!({"system": system, "messages": list.messages});
+        Ok((
+            RawInput { messages: body, tools: tools_value(tools)?, format: Some(Format::Anthropic), preferred: None },
+            Shape::System,
+        ))
+    }
+
+    /// The model a request body names (`model`), if the input is one.
+    pub(crate) fn body_model(&self) -> Option<&str> {
+        self.messages.as_object()?.get("model")?.as_str()
     }
 
     /// Copies `messages` (a list or tuple of dicts) and `tools` (a list of schemas or `None`)

@@ -24,6 +24,7 @@ mod scorer;
 mod session;
 mod store;
 mod summarizer;
+mod target;
 mod validate;
 
 use pyo3::prelude::*;

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use tightfit::fit::Target;
 use tightfit::format::Format;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
@@ -23,6 +22,7 @@ use crate::memo::ReadMemo;
 use crate::pipeline::PyPipeline;
 use crate::store::store_arg_shared;
 use crate::summarizer::PySummarizer;
+use crate::target::{model_of, target, Limits};
 
 /// The policy the caller named: a preset's name or a `Pipeline`.
 fn policy_arg(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Policy> {
@@ -47,11 +47,11 @@ fn policy_arg(policy: Option<&Bound<'_, PyAny>>) -> PyResult<Policy> {
 #[pyclass(frozen, module = "tightfit", name = "Session")]
 pub(crate) struct PySession {
     pub(crate) inner: Session,
-    model: String,
+    model: Option<String>,
     store: String,
     /// The messages of the latest call (see `memo.rs`).
     memo: Mutex<ReadMemo>,
-    /// The format plain messages are read in: the model's.
+    /// The format plain messages are read in: the model's (OpenAI's for a bare budget).
     preferred: Format,
 }
 
@@ -61,11 +61,11 @@ impl PySession {
     /// name, `cache` when `None`, or a `Pipeline`) between the marks, its checkpoints in
     /// `store` (a file path, a `MemoryStore`, or a store of its own when `None`).
     #[new]
-    #[pyo3(signature = (model, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true, summarize = true, summarizer = None, tokenizer = None, calibration = None))]
+    #[pyo3(signature = (model = None, *, budget = None, policy = None, store = None, high_water = None, low_water = None, max_conversations = None, reserve_output = None, cache_breakpoints = false, weigh_cache_misses = true, allow_over_window = false, offload = true, summarize = true, summarizer = None, tokenizer = None, calibration = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        model: &Bound<'_, PyAny>,
+        model: Option<&Bound<'_, PyAny>>,
         budget: Option<&Bound<'_, PyAny>>,
         policy: Option<&Bound<'_, PyAny>>,
         store: Option<&Bound<'_, PyAny>>,
@@ -84,20 +84,17 @@ impl PySession {
     ) -> PyResult<PySession> {
         let summarizer =
             summarizer.filter(|s| !s.is_none()).map(|s| PySummarizer::new(s, "summarizer")).transpose()?;
-        let model = args::model(model)?;
-        let budget = args::tokens(budget, "budget", 1)?;
-        let reserve_output = args::tokens(reserve_output, "reserve_output", 0)?;
-        let info = Registry::embedded().lookup(&model).map_err(Failure::from)?;
-        if let Some(budget) = budget {
-            Target::check_budget(info, budget as usize, allow_over_window).map_err(Failure::Config)?;
-        }
-        let mut target = Target::for_model(info, reserve_output);
-        if tokenizer.is_some() || calibration.is_some() {
-            target.counter = crate::counter::counter(info, tokenizer.as_deref(), calibration)?;
-        }
-        if let Some(budget) = budget {
-            target = target.with_budget(budget as usize);
-        }
+        let info = model_of(model, None)?;
+        let target = target(
+            info,
+            &Limits {
+                budget: args::tokens(budget, "budget", 1)?,
+                reserve_output: args::tokens(reserve_output, "reserve_output", 0)?,
+                allow_over_window,
+                tokenizer: tokenizer.as_deref(),
+                calibration,
+            },
+        )?;
         let policy = policy_arg(policy)?;
         let mut settings = Settings::default();
         if let Some(high) = high_water {
@@ -120,7 +117,7 @@ impl PySession {
         let described = store.describe();
         let mut inner =
             Session::new(target, policy, store).with_settings(settings).map_err(Failure::Config)?;
-        if let Some(pricing) = Pricing::of(info) {
+        if let Some(pricing) = info.and_then(Pricing::of) {
             inner = inner.with_pricing(pricing);
         }
         if let (Some(summarizer), true) = (summarizer, summarize) {
@@ -128,10 +125,10 @@ impl PySession {
         }
         Ok(PySession {
             inner,
-            model,
+            model: model.filter(|m| !m.is_none()).map(args::model).transpose()?,
             store: described,
             memo: Mutex::default(),
-            preferred: model_format(info),
+            preferred: info.map_or(Format::OpenAi, model_format),
         })
     }
 
@@ -223,10 +220,10 @@ impl PySession {
         Ok(py.detach(|| guard(|| session.forget(key).map_err(Failure::from)))?)
     }
 
-    /// The model name it was made with.
+    /// The model name it was made with; `None` for a bare budget.
     #[getter]
-    fn model(&self) -> &str {
-        &self.model
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 
     /// The budget it fits to.

@@ -12,7 +12,7 @@ from conftest import LARGEST, extreme
 
 def test_other_threads_run_python_while_fit_works() -> None:
     messages = extreme(LARGEST)
-    tightfit.count(messages)  # warm the tokenizer tables
+    tightfit.count(messages, "gpt-4o")  # warm the tokenizer tables
     counter = 0
     stop = threading.Event()
 

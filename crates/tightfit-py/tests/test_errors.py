@@ -42,13 +42,13 @@ def test_unknown_model_suggests_names() -> None:
 def test_format_errors_name_the_message_and_field() -> None:
     bad = HI + [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": None}}]}]
     with pytest.raises(tightfit.FormatError) as info:
-        tightfit.fit(bad)
+        tightfit.fit(bad, "gpt-4o")
     assert info.value.index == 2
     assert info.value.path == "messages[2].tool_calls[0].function.arguments"
     assert str(info.value).startswith("messages[2].tool_calls[0].function.arguments: expected a string")
 
     with pytest.raises(tightfit.FormatError, match=r"^messages\[1\]: expected an object"):
-        tightfit.count([HI[0], "not a message"])
+        tightfit.count([HI[0], "not a message"], "gpt-4o")
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_format_errors_name_the_message_and_field() -> None:
 def test_data_that_is_not_json_is_named_where_it_sits(value: object, reason: str) -> None:
     messages = [{"role": "user", "content": [{"type": "text", "text": "hi", "extra": value}]}]
     with pytest.raises(tightfit.FormatError) as info:
-        tightfit.fit(messages)
+        tightfit.fit(messages, "gpt-4o")
     assert info.value.index == 0
     assert info.value.path == "messages[0].content[0].extra"
     assert reason in str(info.value)
@@ -81,7 +81,7 @@ def test_nesting_is_bounded() -> None:
 def test_tool_schema_errors_name_the_tool() -> None:
     good = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     with pytest.raises(tightfit.FormatError) as info:
-        tightfit.count(HI, tools=[good, {"type": "function", "function": {"name": 5}}])
+        tightfit.count(HI, "gpt-4o", tools=[good, {"type": "function", "function": {"name": 5}}])
     assert str(info.value) == "tools[1].function.name: expected a string, found a number"
     assert info.value.index is None
     with pytest.raises(tightfit.FormatError) as info:
@@ -92,10 +92,9 @@ def test_tool_schema_errors_name_the_tool() -> None:
 def test_wrong_python_types_are_type_errors() -> None:
     with pytest.raises(TypeError, match="messages: expected a list of message dicts, found str"):
         tightfit.fit("hello")
-    # count and validate read a request body too; fit hands messages
-    # back, so it takes the list and says where it is
-    with pytest.raises(TypeError, match="found dict"):
-        tightfit.fit({"messages": HI})
+    # one message is not a history
+    with pytest.raises(TypeError, match="found one message"):
+        tightfit.fit(HI[0], "gpt-4o")
     with pytest.raises(TypeError, match=r"steps\[1\]: expected a step"):
         tightfit.Pipeline([tightfit.KeepLast(3), 42])
 
@@ -142,7 +141,7 @@ def test_invalid_history_lists_the_violations() -> None:
     # a role no provider knows is not something the repair pass can fix
     messages = [{"role": "user", "content": "hi"}, {"role": "narrator", "content": "meanwhile"}]
     with pytest.raises(tightfit.InvalidHistory) as info:
-        tightfit.fit(messages)
+        tightfit.fit(messages, "gpt-4o")
     e = info.value
     assert e.provider == "openai"
     assert [(v.index, v.rule) for v in e.violations] == [(1, "unsupported_role")]
@@ -159,7 +158,7 @@ def test_every_format_is_read_by_its_shape_never_counted_as_nothing() -> None:
     assert 0 < fitted.report.compressed_token_count <= 500
     assert fitted.messages[-1] is history[-1]
     with pytest.raises(tightfit.FormatError, match="Gemini") as info:
-        tightfit.count(gemini, format="openai")
+        tightfit.count(gemini, "gpt-4o", format="openai")
     assert info.value.index == 0
     responses = [
         {"role": "user", "content": "hi"},
@@ -185,7 +184,7 @@ def test_every_format_is_read_by_its_shape_never_counted_as_nothing() -> None:
         ({"budget": "8000"}, TypeError, "budget"),
         ({"budget": 1.5}, TypeError, "budget"),
         ({"reserve_output": -5}, tightfit.ConfigError, "reserve_output"),
-        ({"model": None}, TypeError, "model"),
+        ({"model": None}, tightfit.ConfigError, "model"),
         ({"model": 4}, TypeError, "model"),
     ],
 )

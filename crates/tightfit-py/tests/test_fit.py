@@ -17,7 +17,7 @@ def test_the_largest_real_history_fits_128k_within_budget() -> None:
     assert report.original_token_count == 1_006_590
     assert report.original_message_count == len(messages)
     assert report.compressed_token_count <= 128_000
-    assert report.compressed_token_count == tightfit.count(result.messages).total
+    assert report.compressed_token_count == tightfit.count(result.messages, "gpt-4o").total
     assert report.compressed_message_count == len(result.messages)
     assert report.was_compressed and report.budget == 128_000
     assert report.compression_ratio == pytest.approx(report.compressed_token_count / 1_006_590)
@@ -37,7 +37,7 @@ def test_extreme_histories_fit_the_model_window(record_id: str) -> None:
     result = tightfit.fit(messages, "gpt-4o")
     # gpt-4o: a 128,000-token window less the 4,096 output tokens reserved by default
     assert result.report.budget == 128_000 - 4_096
-    assert tightfit.count(result.messages).total == result.report.compressed_token_count <= 123_904
+    assert tightfit.count(result.messages, "gpt-4o").total == result.report.compressed_token_count <= 123_904
     assert tightfit.validate(result.messages) == []
 
 

@@ -50,7 +50,7 @@ def test_rewritten_messages_are_new_dicts_and_the_originals_stay() -> None:
         {"role": "user", "name": "bob", "content": "and me?"},
     ]
     before = copy.deepcopy(messages)
-    result = tightfit.fit(messages, pipeline=[tightfit.ContentName()])
+    result = tightfit.fit(messages, "gpt-4o", pipeline=[tightfit.ContentName()])
     assert messages == before
     assert result.messages[0] is messages[0] and result.messages[2] is messages[2]
     assert result.messages[1] is not messages[1]
@@ -66,7 +66,7 @@ def test_nested_values_of_the_input_are_not_shared_with_new_messages() -> None:
     ]
     before = copy.deepcopy(messages)
     pipeline = tightfit.Pipeline([tightfit.TruncateText(max_length=100, roles=["user"], keep_newest_user_turn=True)])
-    result = tightfit.fit(messages, pipeline=pipeline)
+    result = tightfit.fit(messages, "gpt-4o", pipeline=pipeline)
     cut = result.messages[0]
     assert cut is not messages[0] and len(cut["content"][0]["text"]) < 200
     cut["meta"]["k"].append(3)
@@ -75,5 +75,5 @@ def test_nested_values_of_the_input_are_not_shared_with_new_messages() -> None:
 
 def test_tuples_of_messages_are_accepted_and_indexed() -> None:
     messages = tuple(records("chat_hh_rlhf_harmless_test.jsonl")[0]["messages"])
-    result = tightfit.fit(messages)
+    result = tightfit.fit(messages, "gpt-4o")
     assert all(out is mine for out, mine in zip(result.messages, messages, strict=True))

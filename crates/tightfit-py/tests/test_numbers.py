@@ -51,7 +51,7 @@ def tool_use(numbers: dict) -> list[dict]:
 
 
 def test_count_reads_them_as_their_text() -> None:
-    assert tightfit.count(history()).total > 0
+    assert tightfit.count(history(), "gpt-4o").total > 0
     # a tool_use input is counted as its JSON text: the 31-digit integer and the 400 digits
     # cost what their text costs
     exact = tightfit.count(tool_use(NUMBERS), "claude-sonnet-4-5").total

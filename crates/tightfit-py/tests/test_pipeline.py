@@ -88,7 +88,7 @@ def test_presets() -> None:
     # llmling's steps, then middle_out while still over budget (so the preset fits or says why not)
     assert balanced.names == ["drop_thinking", "truncate_tool_results", "truncate_text", "keep_last", "middle_out"]
     messages = extreme("concat/tau-bench-airline/250k")
-    assert tightfit.fit(messages, pipeline="balanced").plan.to_json() == tightfit.fit(messages, pipeline=balanced).plan.to_json()
+    assert tightfit.fit(messages, "gpt-4o", pipeline="balanced").plan.to_json() == tightfit.fit(messages, "gpt-4o", pipeline=balanced).plan.to_json()
 
 
 STEP_CLASSES = {cls.type: cls for cls in vars(tightfit).values() if isinstance(cls, type) and issubclass(cls, tightfit.Step) and cls is not tightfit.Step}
@@ -136,6 +136,6 @@ def test_a_pipeline_is_reused_across_calls_and_threads() -> None:
     pipeline = tightfit.Pipeline([tightfit.KeepLast(2, measure="messages")])
     histories = [[{"role": "user", "content": f"q{i}-{j}"} for j in range(5)] for i in range(8)]
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda h: tightfit.fit(h, pipeline=pipeline), histories))
+        results = list(pool.map(lambda h: tightfit.fit(h, "gpt-4o", pipeline=pipeline), histories))
     for history, result in zip(histories, results, strict=True):
         assert result.messages == history[-2:] or result.messages[-1] is history[-1]

@@ -51,8 +51,10 @@ def test_format_responses_count_and_validate_take_items_and_bodies() -> None:
         {"role": "user", "content": "again"},
     ]
     assert [(v.index, v.rule) for v in tightfit.validate(broken)] == [(1, "lone_reasoning")]
-    with pytest.raises(TypeError, match=r'body\["input"\]'):
-        tightfit.fit(body, "gpt-4o")
+    # fit takes the body too, and hands back the body with `input` still a string
+    fitted = tightfit.fit(body)
+    assert fitted.body == body and list(fitted.body) == list(body)
+    assert fitted.messages == [{"role": "user", "content": "What is 2+2?"}]
     with pytest.raises(tightfit.FormatError, match="mixes formats"):
         tightfit.count(
             [

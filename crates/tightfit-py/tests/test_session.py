@@ -323,7 +323,7 @@ def test_policies_are_presets_or_pipelines() -> None:
         session = tightfit.Session(MODEL, budget=BUDGET, policy=policy)
         assert session.policy == name
         assert any(t.compacted for t in agent_loop(session, messages, ends))
-    assert tightfit.Session().policy == "cache"
+    assert tightfit.Session("gpt-4o").policy == "cache"
     session = tightfit.Session(MODEL, budget=BUDGET, high_water=0.9, low_water=0.5)
     assert (session.high_water, session.low_water, session.budget) == (0.9, 0.5, BUDGET)
 

@@ -34,6 +34,6 @@ def test_the_provider_decides_the_rules() -> None:
 
 
 def test_the_repair_pass_makes_a_broken_history_valid() -> None:
-    result = tightfit.fit(BROKEN)
+    result = tightfit.fit(BROKEN, "gpt-4o")
     assert result.report.repairs
     assert tightfit.validate(result.messages) == []

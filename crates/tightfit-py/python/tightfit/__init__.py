@@ -158,9 +158,10 @@ def _pipeline(pipeline: PipelineLike) -> Pipeline | None:
 
 
 def count(
-    messages: Messages,
-    model: str = "gpt-4o",
+    messages: Messages | Mapping[str, Any],
+    model: str | None = None,
     *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
     tokenizer: str | os.PathLike[str] | None = None,
@@ -172,17 +173,28 @@ def count(
     estimate where no tokenizer is public (Claude). ``.counter`` says which tokenizer counted,
     ``.exact`` whether the count is exact and ``.estimate`` why not.
 
+    ``messages`` is a list of messages (dicts in any of the four formats, SDK objects), a
+    request body (``{"model", "messages" | "input" | "contents", "system", "tools", ...}``), or
+    a list with Anthropic's ``system=`` beside it. There is no default model: ``model`` names
+    it, or the request body's ``model`` does; neither is a :class:`ConfigError`.
+
     ``tokenizer`` is a tokenizer file to count with instead of the model's (Llama 3's
     ``tokenizer.model``, or any HuggingFace ``tokenizer.json``); ``calibration`` scales the
     count by a factor from :func:`calibrate`."""
     return _native.count(
-        messages, model, tools=tools, format=format, tokenizer=tokenizer, calibration=calibration
+        messages,
+        model,
+        system=system,
+        tools=tools,
+        format=format,
+        tokenizer=tokenizer,
+        calibration=calibration,
     )
 
 
 def calibrate(
     messages: Messages,
-    model: str = "gpt-4o",
+    model: str | None = None,
     *,
     usage: Any,
     tools: Sequence[Mapping[str, Any]] | None = None,
@@ -200,9 +212,10 @@ def calibrate(
 
 
 def fit(
-    messages: Messages,
-    model: str = "gpt-4o",
+    messages: Messages | Mapping[str, Any],
+    model: str | None = None,
     *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
     budget: int | None = None,
     pipeline: PipelineLike = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
@@ -216,6 +229,14 @@ def fit(
     calibration: float | None = None,
 ) -> FitResult:
     """Fit ``messages`` into ``model``'s window, or into ``budget`` tokens.
+
+    ``messages`` is a list of messages (dicts in any of the four formats, SDK objects, any
+    iterable), a request body (``{"model", "messages" | "input" | "contents", "system",
+    "tools", ...}``: ``result.body`` is the fitted body, every other field as it came), or a
+    list with Anthropic's ``system=`` beside it (``result.system`` is the system prompt to send
+    with ``result.messages``). There is no default model: ``model`` names it, or the request
+    body's ``model``; with neither, ``budget`` alone is counted with OpenAI's ``o200k_base``
+    (``report.counter`` says so), and with no budget either it is a :class:`ConfigError`.
 
     The budget defaults to the model's input limit minus ``reserve_output`` (the model's
     maximum output, at most 4,096, when ``None``). ``pipeline`` is a :class:`Pipeline`, a preset
@@ -244,6 +265,7 @@ def fit(
     return Fitter().fit(
         messages,
         model,
+        system=system,
         budget=budget,
         pipeline=pipeline,
         tools=tools,
@@ -270,9 +292,10 @@ class Fitter:
 
     def fit(
         self,
-        messages: Messages,
-        model: str = "gpt-4o",
+        messages: Messages | Mapping[str, Any],
+        model: str | None = None,
         *,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
         budget: int | None = None,
         pipeline: PipelineLike = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
@@ -289,6 +312,7 @@ class Fitter:
         return self._native.fit(
             messages,
             model,
+            system=system,
             budget=budget,
             pipeline=_pipeline(pipeline),
             tools=tools,
@@ -304,9 +328,10 @@ class Fitter:
 
 
 async def acount(
-    messages: Messages,
-    model: str = "gpt-4o",
+    messages: Messages | Mapping[str, Any],
+    model: str | None = None,
     *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
     tokenizer: str | os.PathLike[str] | None = None,
@@ -314,14 +339,22 @@ async def acount(
 ) -> Count:
     """:func:`count` in a worker thread, so the event loop keeps running."""
     return await asyncio.to_thread(
-        count, messages, model, tools=tools, format=format, tokenizer=tokenizer, calibration=calibration
+        count,
+        messages,
+        model,
+        system=system,
+        tools=tools,
+        format=format,
+        tokenizer=tokenizer,
+        calibration=calibration,
     )
 
 
 async def afit(
-    messages: Messages,
-    model: str = "gpt-4o",
+    messages: Messages | Mapping[str, Any],
+    model: str | None = None,
     *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
     budget: int | None = None,
     pipeline: PipelineLike = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
@@ -340,6 +373,7 @@ async def afit(
         fit,
         messages,
         model,
+        system=system,
         budget=budget,
         pipeline=pipeline,
         tools=tools,
@@ -395,7 +429,7 @@ class Session:
 
     def __init__(
         self,
-        model: str = "gpt-4o",
+        model: str | None = None,
         *,
         budget: int | None = None,
         policy: PipelineLike = "cache",

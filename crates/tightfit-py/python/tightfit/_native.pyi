@@ -83,6 +83,10 @@ class FitResult:
     def report(self) -> Report: ...
     @property
     def plan(self) -> Plan: ...
+    @property
+    def body(self) -> dict[str, Any] | None: ...
+    @property
+    def system(self) -> str | list[dict[str, Any]] | None: ...
 
 class Count:
     """A conversation's tokens."""
@@ -142,7 +146,7 @@ class Session:
 
     def __init__(
         self,
-        model: str,
+        model: str | None = None,
         *,
         budget: int | None = None,
         policy: str | Pipeline | None = None,
@@ -175,7 +179,7 @@ class Session:
     def recall(self, handle: str, *, offset: int = 0, limit: int | None = None) -> str: ...
     def forget(self, key: str) -> None: ...
     @property
-    def model(self) -> str: ...
+    def model(self) -> str | None: ...
     @property
     def budget(self) -> int: ...
     @property
@@ -199,9 +203,10 @@ class Fitter:
     def __init__(self) -> None: ...
     def fit(
         self,
-        messages: Sequence[Mapping[str, Any]],
-        model: str,
+        messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        model: str | None = None,
         *,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
         budget: int | None = None,
         pipeline: Pipeline | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
@@ -221,17 +226,18 @@ def recall(
 def recall_tool(format: str = "openai") -> dict[str, Any]: ...
 def answer_recall_arguments(arguments: Any, *, store: str | PathLike[str] | MemoryStore) -> str: ...
 def count(
-    messages: Sequence[Mapping[str, Any]],
-    model: str,
+    messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    model: str | None = None,
     *,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     format: str | None = None,
     tokenizer: str | PathLike[str] | None = None,
     calibration: float | None = None,
 ) -> Count: ...
 def calibrate(
-    messages: Sequence[Mapping[str, Any]],
-    model: str,
+    messages: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    model: str | None = None,
     *,
     usage: Any,
     tools: Sequence[Mapping[str, Any]] | None = None,

@@ -229,13 +229,24 @@ pub fn to_value(conversation: &Conversation, format: Format) -> Value {
 /// envelope of `like` (its request fields and tools) and in `like`'s format: a fitted request
 /// body without copying the messages kept as they came.
 pub fn request_to_string<M: std::borrow::Borrow<Message>>(messages: &[M], like: &Conversation) -> String {
+    request_to_value(messages, like).to_string()
+}
+
+/// [`request_to_string`] as a JSON value: for a caller that hands the body on as data (the
+/// Python package's `FitResult.body`).
+pub fn request_to_value<M: std::borrow::Borrow<Message>>(messages: &[M], like: &Conversation) -> Value {
     match like.format {
         Format::OpenAi => openai::write_request(messages, like),
         Format::Anthropic => anthropic::write_request(messages, like),
         Format::Responses => responses::write_request(messages, like),
         Format::Gemini => gemini::write_request(messages, like),
     }
-    .to_string()
+}
+
+/// What a request body in `format` calls its list of messages: `messages`, `input` or
+/// `contents`.
+pub fn list_key(format: Format) -> &'static str {
+    list_name(format)
 }
 
 /// Writes a conversation as compact JSON text in `format`.
