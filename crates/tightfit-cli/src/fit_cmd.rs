@@ -14,8 +14,8 @@ use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::models::{ModelInfo, Registry};
 use tightfit::pipeline::Pipeline;
 use tightfit::store::Store;
-use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 use tightfit::summary::Summarizer;
+use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 use tightfit::{Plan, Report};
 
 use crate::count_cmd::thousands;

@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
-use pyo3::prelude::*;
 use crate::args;
 use crate::counter::counter;
 use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
 use crate::target::required_model;
+use pyo3::prelude::*;
 
 /// A conversation's tokens.
 #[pyclass(frozen, module = "tightfit", name = "Count")]
@@ -65,6 +65,7 @@ impl PyCount {
 /// Counts `messages` (and `tools`) for `model` (with the `tokenizer` file when given, scaled by
 /// `calibration`). Costs one tokenizer pass over the text.
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (messages, model = None, *, system = None, tools = None, format = None, tokenizer = None, calibration = None))]
 pub(crate) fn count(
     py: Python<'_>,

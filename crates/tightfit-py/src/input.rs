@@ -77,7 +77,8 @@ impl RawInput {
                 return Ok((RawInput::read(messages, tools, format)?, Shape::Messages));
             };
             let is = |key: &str| dict.contains(key).unwrap_or(false);
-            if !(is("messages") || is("input") || is("contents")) && (is("role") || is("type") || is("parts")) {
+            if !(is("messages") || is("input") || is("contents")) && (is("role") || is("type") || is("parts"))
+            {
                 return Err(Failure::Type(
                     "messages: expected a list of messages or a request body, found one message (a dict \
                      with `role`): put it in a list"
@@ -100,7 +101,8 @@ impl RawInput {
             )));
         }
         let list = RawInput::read(messages, None, None)?;
-        let system = to_value(system).map_err(|e| Failure::Format { path: e.path("system"), reason: e.reason.clone() })?;
+        let system = to_value(system)
+            .map_err(|e| Failure::Format { path: e.path("system"), reason: e.reason.clone() })?;
         if !(system.is_string() || system.is_array()) {
             return Err(Failure::Type(
                 "system: expected a string or a list of text blocks, as Anthropic's API takes it".into(),
@@ -108,7 +110,12 @@ impl RawInput {
         }
         let body = json!({"system": system, "messages": list.messages});
         Ok((
-            RawInput { messages: body, tools: tools_value(tools)?, format: Some(Format::Anthropic), preferred: None },
+            RawInput {
+                messages: body,
+                tools: tools_value(tools)?,
+                format: Some(Format::Anthropic),
+                preferred: None,
+            },
             Shape::System,
         ))
     }
@@ -185,10 +192,14 @@ pub(crate) fn parse_tools(tools: Option<Value>, format: Format) -> Result<Option
     Ok(parse_value(json!({"messages": [], "tools": tools}), FormatHint::Exactly(format))?.tools)
 }
 
-/// The format `model`'s API takes, to read plain messages in.
+/// The format `model`'s API takes, to read plain messages in (as the CLI does: a Gemini
+/// model's messages that say nothing of their shape are still read as `content` messages,
+/// since a Gemini entry always says so with `parts`).
 pub(crate) fn model_format(model: &tightfit::models::ModelInfo) -> Format {
     if model.speaks_anthropic() {
         Format::Anthropic
+    } else if model.speaks_gemini() {
+        Format::Gemini
     } else {
         Format::OpenAi
     }

@@ -128,3 +128,9 @@ def test_system_is_anthropics_and_one_place_only() -> None:
         tightfit.count(messages, "claude-sonnet-4-5", system="Be brief.").total
         == tightfit.count({"model": "claude-sonnet-4-5", "system": "Be brief.", "messages": messages}).total
     )
+
+
+def test_an_empty_history_for_a_gemini_model_is_read_as_gemini() -> None:
+    # as in the CLI: messages that say nothing of their shape are read in the model's format
+    assert tightfit.fit([], "gemini-2.5-pro", budget=100).plan.format == "gemini"
+    assert tightfit.fit([], "gpt-4o", budget=100).plan.format == "openai"
