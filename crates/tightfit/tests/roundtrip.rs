@@ -29,6 +29,27 @@ fn every_real_conversation_round_trips() {
     assert!(conversations >= 3088, "only {conversations} conversations read");
 }
 
+/// The second corpus: OpenHands, tau2, LoCoMo and Anthropic-shaped transcripts (thinking blocks
+/// with signatures, Claude Code sessions), each read in the format its record names.
+#[test]
+fn every_conversation_of_the_second_corpus_round_trips() {
+    let mut conversations = 0;
+    for file in crate::jsonl_files("data2") {
+        for (i, line) in lines(&file).iter().enumerate() {
+            let value: Value = serde_json::from_str(line).unwrap();
+            let hint = match value.get("format").and_then(Value::as_str) {
+                Some(name) => FormatHint::Exactly(name.parse::<Format>().unwrap()),
+                None => FormatHint::Auto,
+            };
+            let what = format!("{}:{}", file.file_name().unwrap().to_string_lossy(), i + 1);
+            assert_round_trip(value, hint, &what);
+            conversations += 1;
+        }
+    }
+    // 155 conversations in the second corpus
+    assert!(conversations >= 155, "only {conversations} conversations read");
+}
+
 #[test]
 fn every_openai_form_conformance_input_round_trips() {
     let mut inputs = 0;
