@@ -373,6 +373,14 @@ fn a_summarizer_endpoint_that_refuses_leaves_the_extractive_summary_and_says_why
         "{summary}"
     );
     assert!(summary.contains("Commands:"), "{summary}");
+    // the report on standard error says so too, on the summarize step's line
+    let report = stderr(&output);
+    assert!(
+        report.lines().any(|l| l.trim_start().starts_with("summarize: ")
+            && l.contains(&format!("127.0.0.1:{port}"))
+            && l.ends_with("the extractive summary stands in")),
+        "{report}"
+    );
     // a URL without a model is refused before anything runs
     let missing = tightfit(&args, None);
     assert!(

@@ -57,8 +57,15 @@ def test_a_failing_summarizer_falls_back_to_the_extractive_one() -> None:
     def broken(messages: list[dict[str, Any]], *, max_tokens: int) -> str:
         raise RuntimeError("the endpoint is down")
 
-    summary = summary_of(tightfit.fit(run(), "gpt-4o", pipeline=PIPELINE, summarizer=broken))
+    result = tightfit.fit(run(), "gpt-4o", pipeline=PIPELINE, summarizer=broken)
+    summary = summary_of(result)
     assert "the endpoint is down; the extractive summary instead" in summary and "Commands:" in summary
+    # and the report says so, on the step's entry and in its line
+    notes = [note for step in result.report.steps for note in step.get("notes", [])]
+    assert len(notes) == 1 and "the endpoint is down" in notes[0], notes
+    assert notes[0].endswith("the extractive summary stands in")
+    assert any(line.startswith("summarize: ") and notes[0] in line for line in result.report.lines())
+    assert all("notes" not in step for step in tightfit.fit(run(), "gpt-4o", pipeline=PIPELINE).report.steps)
     not_text = summary_of(tightfit.fit(run(), "gpt-4o", pipeline=PIPELINE, summarizer=lambda m, max_tokens: 42))
     assert "returned int, not a str" in not_text
     with pytest.raises(TypeError, match="summarizer: expected a callable"):
@@ -82,6 +89,16 @@ def test_a_session_summarizes_at_its_compactions_with_a_callable_or_not() -> Non
         summaries = [summary_of(r) for r in compacted if r.report.session.compacted]
         assert summaries and all(expect in s for s in summaries)
     assert calls, "the callable was called at the compactions"
+    # a compaction whose summarizer fails says so in its report
+    def broken(batch: list[dict[str, Any]], *, max_tokens: int) -> str:
+        raise RuntimeError("no summaries today")
+
+    session = tightfit.Session("gpt-4o", budget=4_000, summarizer=broken)
+    compactions = [r for r in (session.fit(messages[:end]) for end in ends) if r.report.session.compacted]
+    assert compactions and all(
+        any("no summaries today" in note for step in r.report.steps for note in step.get("notes", []))
+        for r in compactions
+    )
     plain = tightfit.Session("gpt-4o", budget=4_000, summarize=False)
     texts = [m.get("content") for end in ends for m in plain.fit(messages[:end]).messages]
     assert not any(isinstance(t, str) and t.startswith("[tightfit: summary of ") for t in texts)

@@ -33,6 +33,9 @@ pub struct History<'a> {
     /// What each dropped input message was dropped by: (input index, step, reason). Shared
     /// strings: a step that drops a thousand messages records one step name and one reason.
     dropped: Vec<Dropped>,
+    /// What the steps had to say beyond their numbers (a summarizer that failed and the
+    /// extractive summary that stood in), in order, for the report.
+    notes: Vec<String>,
     counter: ChatCounter,
     cache: CountCache,
     /// Tool schemas and reply priming: part of every count, changed by no step.
@@ -99,6 +102,7 @@ impl<'a> History<'a> {
             messages: messages.iter().map(Cow::Borrowed).collect(),
             meta,
             dropped: Vec::new(),
+            notes: Vec::new(),
             fixed_tokens: tools_tokens + counter.priming_tokens(),
             counter: counter.clone(),
             cache,
@@ -223,6 +227,23 @@ impl<'a> History<'a> {
     /// The name of the step now running, recorded with every change.
     pub fn step(&self) -> &str {
         &self.step
+    }
+
+    /// Records a line for the report's entry of the running step (what its numbers do not
+    /// say: a summarizer that failed, and what stood in).
+    pub fn note(&mut self, line: impl Into<String>) {
+        self.notes.push(line.into());
+    }
+
+    /// How many notes the steps have made; with [`notes_since`](History::notes_since), a
+    /// step's own.
+    pub(crate) fn notes_count(&self) -> usize {
+        self.notes.len()
+    }
+
+    /// The notes made after the first `count`.
+    pub(crate) fn notes_since(&self, count: usize) -> Vec<String> {
+        self.notes[count.min(self.notes.len())..].to_vec()
     }
 
     /// How many input messages have been dropped so far.

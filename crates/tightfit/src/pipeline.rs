@@ -58,6 +58,7 @@ impl Pipeline {
         for step in &self.steps {
             history.set_step(step.name());
             let before = (history.len(), history.total_tokens(), history.revision(), history.dropped_count());
+            let notes = history.notes_count();
             step.apply(history, cx)?;
             repair::normalize(history);
             if history.revision() != before.2 {
@@ -65,6 +66,7 @@ impl Pipeline {
                     StepLog::new(step.name(), before.0, history.len(), before.1, history.total_tokens());
                 log.removed = history.dropped_since(before.3);
                 log.changed = history.changed_by(step.name());
+                log.notes = history.notes_since(notes);
                 logs.push(log);
             }
         }

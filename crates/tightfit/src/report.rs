@@ -25,6 +25,10 @@ pub struct StepLog {
     /// The input indices of the messages it changed (cut, replaced, rewrote), in order.
     #[serde(default)]
     pub changed: Vec<usize>,
+    /// What its numbers do not say: a summarizer that failed and the extractive summary that
+    /// stood in, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl StepLog {
@@ -43,15 +47,22 @@ impl StepLog {
             tokens_after,
             removed: Vec::new(),
             changed: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
-    /// The log line: `keep_last: 40 -> 12 messages, 9,210 -> 2,004 tokens`.
+    /// The log line: `keep_last: 40 -> 12 messages, 9,210 -> 2,004 tokens`, and the step's
+    /// notes after it (`; ...`).
     pub fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "{}: {} -> {} messages, {} -> {} tokens",
             self.step, self.messages_before, self.messages_after, self.tokens_before, self.tokens_after
-        )
+        );
+        for note in &self.notes {
+            line.push_str("; ");
+            line.push_str(note);
+        }
+        line
     }
 }
 

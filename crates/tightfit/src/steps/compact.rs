@@ -107,15 +107,19 @@ impl Step for Compact {
                     (history.message(i), origin)
                 })
                 .unzip();
-            trace.trace(&Removed {
+            trace.trace_noted(&Removed {
                 messages,
                 input_indices,
                 provider: cx.provider,
                 counter: history.counter(),
             })?
         } else {
-            None
+            (None, None)
         };
+        let (removed_message, failed) = removed_message;
+        if let Some(failed) = failed {
+            history.note(failed);
+        }
         let at = history.units()[cut.first_removed].messages.start;
         let count = history.drop_units(&cut.drop, &cut.reason());
         let at = crate::validate::note_position(history.messages(), at, history.provider());

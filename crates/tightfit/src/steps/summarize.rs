@@ -141,8 +141,11 @@ impl Step for Summarize {
         };
         let extractive = Extractive::default();
         let summarizer: &dyn Summarizer = cx.summarizer.unwrap_or(&extractive);
-        let message = self.cache.get_or_write(summarizer, &removed, self.max_tokens);
+        let (message, failed) = self.cache.get_or_write(summarizer, &removed, self.max_tokens);
         let at = units[first].messages.start;
+        if let Some(failed) = failed {
+            history.note(failed);
+        }
         let count = history.drop_units(&drop, "summarized");
         let at = crate::validate::note_position(history.messages(), at, history.provider());
         history.insert(at, message, format!("summary of the {count} messages removed"));
@@ -151,10 +154,14 @@ impl Step for Summarize {
 }
 
 /// The summary of `removed` by `summarizer` in at most `max_tokens`, as a user message, and
-/// whether the summarizer failed. A summarizer that fails (or answers over the budget) never
-/// fails the run: the extractive one stands in, its first line saying why, and if even it has
-/// nothing that fits, the header alone says what went.
-fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> (Message, bool) {
+/// when the summarizer failed, the line for the report saying so. A summarizer that fails (or
+/// answers over the budget) never fails the run: the extractive one stands in, its first line
+/// saying why, and if even it has nothing that fits, the header alone says what went.
+fn summary_message(
+    summarizer: &dyn Summarizer,
+    removed: &Removed<'_>,
+    max_tokens: usize,
+) -> (Message, Option<String>) {
     // room for the recall handle offload adds to the header
     let max_tokens = max_tokens.saturating_sub(HANDLE_NOTE_TOKENS);
     let header = summary::header(removed.messages.len(), removed.input_span());
@@ -174,14 +181,18 @@ fn summary_message(summarizer: &dyn Summarizer, removed: &Removed<'_>, max_token
         }
     });
     let (body, failed) = match written {
-        Ok(body) => (Some(body), false),
+        Ok(body) => (Some(body), None),
         Err(failed) => {
             let extractive = Extractive::default();
             let instead = (summarizer.name() != extractive.name())
                 .then(|| extractive.summarize(&request).ok())
                 .flatten()
                 .map(|body| format!("({failed}; the extractive summary instead)\n{body}"));
-            (instead, true)
+            let line = match instead {
+                Some(_) => format!("{failed}; the extractive summary stands in"),
+                None => format!("{failed}; only the header says what went"),
+            };
+            (instead, Some(line))
         }
     };
     let message = match body {
@@ -214,7 +225,14 @@ impl SummaryCache {
     pub const ENTRIES: usize = 64;
 
     /// The summary of `removed`, written by `summarizer` unless written before.
-    fn get_or_write(&self, summarizer: &dyn Summarizer, removed: &Removed<'_>, max_tokens: usize) -> Message {
+    /// The summary (from the cache, or written and kept), and the report's line when the
+    /// summarizer failed (a failed summary is not kept: the next fit asks again).
+    fn get_or_write(
+        &self,
+        summarizer: &dyn Summarizer,
+        removed: &Removed<'_>,
+        max_tokens: usize,
+    ) -> (Message, Option<String>) {
         let mut hasher = Xxh3::new();
         summarizer.name().hash(&mut hasher);
         summarizer.identity().hash(&mut hasher);
@@ -226,12 +244,12 @@ impl SummaryCache {
         }
         let key = hasher.digest128();
         if let Some(message) = self.lock().0.get(&key) {
-            return message.clone();
+            return (message.clone(), None);
         }
         // written without the lock: a summarizer may take seconds
         let (message, failed) = summary_message(summarizer, removed, max_tokens);
-        if failed {
-            return message; // not kept: the next fit asks the summarizer again
+        if failed.is_some() {
+            return (message, failed); // not kept: the next fit asks the summarizer again
         }
         let mut entries = self.lock();
         if entries.0.insert(key, message.clone()).is_none() {
@@ -242,7 +260,7 @@ impl SummaryCache {
                 }
             }
         }
-        message
+        (message, None)
     }
 
     /// The number of summaries kept.
@@ -305,10 +323,15 @@ impl SummaryTrace {
 
 impl Trace for SummaryTrace {
     fn trace(&self, removed: &Removed<'_>) -> Result<Option<Message>, StepError> {
+        Ok(self.trace_noted(removed)?.0)
+    }
+
+    fn trace_noted(&self, removed: &Removed<'_>) -> Result<(Option<Message>, Option<String>), StepError> {
         if removed.messages.is_empty() {
-            return Ok(None);
+            return Ok((None, None));
         }
-        Ok(Some(self.cache.get_or_write(self.summarizer.as_ref(), removed, self.max_tokens)))
+        let (message, failed) = self.cache.get_or_write(self.summarizer.as_ref(), removed, self.max_tokens);
+        Ok((Some(message), failed))
     }
 }
 

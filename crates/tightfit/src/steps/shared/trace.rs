@@ -47,6 +47,12 @@ impl Removed<'_> {
 pub trait Trace: Send + Sync + fmt::Debug {
     /// The message to leave, or `None` to leave nothing.
     fn trace(&self, removed: &Removed<'_>) -> Result<Option<Message>, StepError>;
+
+    /// [`trace`](Trace::trace), and a line for the report when the trace had to make do (a
+    /// summarizer that failed, and what stood in). The default has nothing to say.
+    fn trace_noted(&self, removed: &Removed<'_>) -> Result<(Option<Message>, Option<String>), StepError> {
+        Ok((self.trace(removed)?, None))
+    }
 }
 
 /// How the text of tightfit's own traces starts ([`CountTrace`], and the `cache` preset's
