@@ -28,6 +28,8 @@ def test_importing_tightfit_imports_no_framework() -> None:
     [
         ("langchain", ["langchain", "langchain_core", "langgraph"]),  # LangChain v1 agents are LangGraph graphs
         ("langgraph", ["langchain_core"]),
+        ("pydantic_ai", ["pydantic_ai"]),
+        ("openai_agents", ["agents"]),
     ],
 )
 def test_each_integration_imports_its_own_framework_only(module: str, frameworks: list[str]) -> None:
