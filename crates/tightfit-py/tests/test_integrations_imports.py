@@ -30,6 +30,7 @@ def test_importing_tightfit_imports_no_framework() -> None:
         ("langgraph", ["langchain_core"]),
         ("pydantic_ai", ["pydantic_ai"]),
         ("openai_agents", ["agents"]),
+        ("litellm", ["litellm"]),
     ],
 )
 def test_each_integration_imports_its_own_framework_only(module: str, frameworks: list[str]) -> None:

@@ -8,7 +8,9 @@ none of them (a framework is imported when its module is):
 - :mod:`tightfit.integrations.pydantic_ai`: ``TightfitCapability`` for pydantic-ai's
   ``capabilities`` (and ``TightfitHistoryProcessor``, a history processor);
 - :mod:`tightfit.integrations.openai_agents`: ``TightfitInputFilter`` for the OpenAI Agents
-  SDK's ``RunConfig(call_model_input_filter=...)``.
+  SDK's ``RunConfig(call_model_input_filter=...)``;
+- :mod:`tightfit.integrations.litellm`: ``TightfitHook``, a LiteLLM ``CustomLogger`` for the
+  proxy and ``litellm.acompletion``.
 
 Each fits through a :class:`tightfit.Session`, so what the model receives extends the previous
 request until a compaction (the provider's prompt cache keeps serving the prefix), tool calls
