@@ -188,8 +188,13 @@ pub(crate) fn tools_value(tools: Option<&Bound<'_, PyAny>>) -> Result<Option<Val
 /// Parses tool schemas in `format`. Runs without the GIL.
 pub(crate) fn parse_tools(tools: Option<Value>, format: Format) -> Result<Option<Vec<Tool>>, Failure> {
     let Some(tools) = tools else { return Ok(None) };
-    // the reader knows tool schemas only inside a request body
-    Ok(parse_value(json!({"messages": [], "tools": tools}), FormatHint::Exactly(format))?.tools)
+    // the reader knows tool schemas only inside a request body, whose history key is the format's
+    let body = match format {
+        Format::Responses => json!({"input": [], "tools": tools}),
+        Format::Gemini => json!({"contents": [], "tools": tools}),
+        _ => json!({"messages": [], "tools": tools}),
+    };
+    Ok(parse_value(body, FormatHint::Exactly(format))?.tools)
 }
 
 /// The format `model`'s API takes, to read plain messages in (as the CLI does: a Gemini
