@@ -118,6 +118,50 @@ fn agent_runs_grow_turn_by_turn_with_few_compactions() {
     }
 }
 
+/// A framework that keeps the fitted history as its own (pydantic-ai's history processors,
+/// LangChain's `before_model` rewriting the state) hands the session its own output plus the
+/// new messages: that is sent as it comes until the high-water mark, not compacted again
+/// every turn, and each request extends the one before between compactions.
+#[test]
+fn a_session_given_its_own_output_back_compacts_only_at_the_mark() {
+    for (file, model, budget) in [
+        ("data/agent_mini_swe_deepseek.jsonl", "gpt-4o", 8_000),
+        ("data2/agent_claude_code_sessions_anthropic.jsonl", "claude-sonnet-4-5", 6_000),
+    ] {
+        let (mut compactions, mut turns) = (0, 0);
+        for conversation in conversations(file, 4) {
+            let session = Session::new(target(model, budget), Policy::cache(), Arc::new(MemoryStore::new()));
+            let ends = turn_ends(&conversation.messages);
+            let (mut kept, mut from) = (Vec::<Message>::new(), 0);
+            let mut previous: Vec<String> = Vec::new();
+            for &end in &ends {
+                // what the framework holds: the last fitted history, then the new messages
+                kept.extend(conversation.messages[from..end].iter().cloned());
+                from = end;
+                let turn = Conversation { messages: kept.clone(), ..conversation.clone() };
+                let fitted = session.fit(&turn).unwrap_or_else(|e| panic!("{file} at {end}: {e}"));
+                assert!(fitted.report.compressed_token_count <= budget);
+                assert_eq!(validate(&fitted.messages, turn.format), vec![], "{file} at {end}");
+                let sent = wire(&fitted.messages, turn.format);
+                if fitted.report.session.as_ref().unwrap().compacted {
+                    compactions += 1;
+                } else if !previous.is_empty() {
+                    assert_eq!(
+                        sent[..previous.len()],
+                        previous[..],
+                        "{file} at {end}: the request extends the last"
+                    );
+                }
+                turns += 1;
+                previous = sent;
+                kept = fitted.messages.iter().map(|m| m.as_ref().clone()).collect();
+            }
+        }
+        assert!(compactions > 0, "{file}: the loops outgrow the budget");
+        assert!(compactions * 5 <= turns, "{file}: {compactions} compactions in {turns} turns");
+    }
+}
+
 #[test]
 fn a_second_session_on_the_same_store_makes_the_same_decisions() {
     let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];

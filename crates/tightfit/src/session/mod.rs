@@ -342,8 +342,13 @@ impl Session {
             policy: self.policy.name.clone(),
         };
         let counter = &self.target.counter;
-        // the turn as the current decision leaves it
-        if let Some(applying) = decision.still_applying(&fingerprints) {
+        // the turn as the current decision leaves it; a history the decision no longer
+        // applies to (the caller edited or replaced what it changed: a framework that keeps
+        // the fitted history as its own, an edit, a branch) as it comes, while under the mark
+        let applying = decision.still_applying(&fingerprints).unwrap_or_else(|| {
+            std::borrow::Cow::Owned(Decision { epoch: decision.epoch, ..Decision::initial() })
+        });
+        {
             let applying = Arc::new(applying.into_owned());
             let replay = Pipeline::builder()
                 .step(Replay { decision: Arc::clone(&applying) })
