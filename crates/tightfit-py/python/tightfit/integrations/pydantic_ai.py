@@ -53,9 +53,10 @@ class TightfitHistoryProcessor:
     ``ModelRequest`` / ``ModelResponse`` raises ``TypeError`` naming the index.
 
     pydantic-ai keeps what a processor returns as the run's history, so the next call brings
-    back this call's output with the new messages after it. The session must see the whole
-    history to keep its decisions (given its own output, it would cut again), so the processor
-    remembers, for the latest :data:`REMEMBERED` outputs, the history each was fitted from, and
+    back this call's output with the new messages after it. Given its own output, a session
+    sends it on as it comes until the high-water mark, but its next compaction would then work
+    from the last summary instead of the messages themselves (and offload nothing new); the
+    whole history keeps its decisions replayable too. So the processor remembers, for the latest :data:`REMEMBERED` outputs, the history each was fitted from, and
     fits that history plus the new messages when a call starts with one of those outputs (the
     same objects). Memory: those histories, shared with the caller (no copies).
     """
