@@ -5,13 +5,16 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList, PyString};
 use tightfit::fit::{Fitter, Services, Target};
+use tightfit::inspect::{Inspection, Page, Section};
 use tightfit::models::Registry;
+use tightfit::steps::ConfigError;
+use tightfit::tokens::ChatCounter;
 use tightfit::{Plan, Report};
 
 use crate::args;
-use crate::convert::to_python;
+use crate::convert::{to_python, to_value};
 use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput};
 use crate::pipeline::PyPipeline;
@@ -33,6 +36,11 @@ pub(crate) struct FitResult {
     /// What happened to every input unit; `to_json()` for a checkpoint.
     #[pyo3(get)]
     plan: Py<PyPlan>,
+    /// The caller's messages, as given: the page (`to_html`) reads them again, and refuses
+    /// them if they changed since.
+    input: Py<PyAny>,
+    /// The counter the fit counted with: the page's rows are its counts.
+    counter: ChatCounter,
 }
 
 impl FitResult {
@@ -43,23 +51,52 @@ impl FitResult {
         messages: &Bound<'_, PyAny>,
         report: Report,
         plan: Plan,
+        counter: ChatCounter,
     ) -> PyResult<FitResult> {
-        let out = PyList::empty(py);
-        for entry in &plan.output {
-            match (&entry.message, entry.input) {
-                (Some(message), _) => out.append(to_python(py, message)?)?,
-                (None, Some(i)) => out.append(messages.get_item(i)?)?,
-                (None, None) => {
-                    return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
-                }
-            }
-        }
         Ok(FitResult {
-            messages: out.unbind(),
+            messages: output(py, messages, &plan)?.unbind(),
             report: Py::new(py, PyReport::from(report))?,
             plan: Py::new(py, PyPlan::from(plan))?,
+            input: messages.clone().unbind(),
+            counter,
         })
     }
+
+    /// The page of this fit: the caller's messages read again (they must be the ones fitted)
+    /// and laid out with the plan and the report.
+    fn page(&self, py: Python<'_>, title: &str) -> PyResult<Page> {
+        let plan = self.plan.get().plan();
+        let report = self.report.get().report();
+        let raw = RawInput::read(self.input.bind(py), None, Some(plan.format.as_str()))?;
+        let counter = &self.counter;
+        let page = py.detach(|| {
+            guard(|| {
+                let conversation = raw.parse()?;
+                let inspection =
+                    Inspection::new(&conversation.messages, plan, report, counter).map_err(|e| {
+                        Failure::Config(ConfigError::new("messages", format!("changed since the fit: {e}")))
+                    })?;
+                Ok::<_, Failure>(Page::new(title).with(Section::fitted(title, &inspection)))
+            })
+        })?;
+        Ok(page)
+    }
+}
+
+/// The output of `plan` as a list: the caller's own object (from `messages`) for every message
+/// sent as it came, a new dict for every message a step changed or wrote.
+fn output<'py>(py: Python<'py>, messages: &Bound<'py, PyAny>, plan: &Plan) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for entry in &plan.output {
+        match (&entry.message, entry.input) {
+            (Some(message), _) => out.append(to_python(py, message)?)?,
+            (None, Some(i)) => out.append(messages.get_item(i)?)?,
+            (None, None) => {
+                return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -67,6 +104,75 @@ impl FitResult {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("FitResult({} messages; {})", self.messages.bind(py).len(), self.report.get().summary())
     }
+
+    /// The page of what this fit did, as one self-contained HTML document (no network: inline
+    /// style and a little script): the history before and after side by side, a row per unit
+    /// with its tokens as bars, what happened to it and which step did it, the budget, filters
+    /// by role and by action; a row opens to show its messages. Reads the messages given to
+    /// the fit again: a `ConfigError` if they changed since.
+    #[pyo3(signature = (title = "tightfit fit"))]
+    fn to_html(&self, py: Python<'_>, title: &str) -> PyResult<String> {
+        Ok(self.page(py, title)?.to_document())
+    }
+
+    /// The page as a notebook cell shows it (Jupyter): `to_html`'s page as one element, its
+    /// style scoped to it.
+    fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.page(py, "tightfit fit")?.to_fragment())
+    }
+}
+
+/// Applies a saved plan (`result.plan`, its `to_json()` text, or its `to_dict()`) to the
+/// messages it was made for: the list `fit` returned, without fitting (the caller's own dict
+/// for every message sent as it came, a new dict for every other). A `ConfigError` (key
+/// `plan`) when the plan was made for other messages (it says whether their number or their
+/// content differs) or is not a plan.
+///
+/// Costs: one walk of the messages to JSON and one parse and fingerprint of them (GIL
+/// released); nothing is counted.
+#[pyfunction]
+pub(crate) fn replay<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, PyAny>,
+    messages: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let parsed;
+    let bound;
+    let plan: &Plan = if let Ok(given) = plan.cast::<PyPlan>() {
+        bound = given.clone();
+        bound.get().plan()
+    } else {
+        parsed = plan_arg(plan)?;
+        &parsed
+    };
+    let messages = &args::messages(messages)?;
+    let raw = RawInput::read(messages, None, Some(plan.format.as_str()))?;
+    py.detach(|| {
+        guard(|| {
+            let conversation = raw.parse()?;
+            plan.replay(&conversation.messages)
+                .map(|_| ())
+                .map_err(|e| Failure::Config(ConfigError::new("plan", e.to_string())))
+        })
+    })?;
+    output(py, messages, plan)
+}
+
+/// A plan given as JSON text or a dict.
+fn plan_arg(plan: &Bound<'_, PyAny>) -> Result<Plan, Failure> {
+    let not_a_plan =
+        |e: serde_json::Error| Failure::Config(ConfigError::new("plan", format!("not a plan: {e}")));
+    if let Ok(text) = plan.cast::<PyString>() {
+        let text = text.to_str().map_err(|e| Failure::Type(format!("plan: {e}")))?;
+        return serde_json::from_str(text).map_err(not_a_plan);
+    }
+    if plan.is_instance_of::<PyDict>() {
+        let value =
+            to_value(plan).map_err(|e| Failure::Format { path: e.path("plan"), reason: e.reason.clone() })?;
+        return serde_json::from_value(value).map_err(not_a_plan);
+    }
+    let found = plan.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    Err(Failure::Type(format!("plan: expected a tightfit.Plan, its JSON text or its dict, found {found}")))
 }
 
 /// A fitter that remembers the token counts of the messages it has fitted (by content hash),
@@ -132,7 +238,7 @@ impl PyFitter {
         let raw = RawInput::read(messages, tools, format)?.preferring(Some(model_format(model)));
         let pipeline = pipeline.map(|p| p.get().inner.clone());
         let fitter = &self.inner;
-        let (report, plan) = py.detach(|| {
+        let (report, plan, counter) = py.detach(|| {
             guard(|| {
                 let conversation = raw.parse()?;
                 let mut target = Target::for_model(model, reserve_output);
@@ -173,9 +279,9 @@ impl PyFitter {
                             (e, _) => e,
                         }
                     })?;
-                Ok::<_, Failure>((fitted.report, fitted.plan))
+                Ok::<_, Failure>((fitted.report, fitted.plan, target.counter))
             })
         })?;
-        FitResult::new(py, messages, report, plan)
+        FitResult::new(py, messages, report, plan, counter)
     }
 }
