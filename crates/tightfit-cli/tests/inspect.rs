@@ -8,7 +8,9 @@
 //! line on standard error. The page writes nothing to the console, so any such line is a
 //! failure; a control page that throws shows the detector sees errors on this Chromium. No
 //! DevTools client is needed, and every run is bounded: its own profile directory, its own
-//! process group, killed when it outlives [`BROWSER_TIMEOUT`]. Four runs in all.
+//! process group, killed when it outlives [`BROWSER_TIMEOUT`]. The filters are set by the
+//! page's address (`#actions=...&roles=...`), so a run can check what they hide. Five runs
+//! in all.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,8 +44,9 @@ impl BrowserRun {
     }
 }
 
-/// Runs headless Chromium on `page` with `args`, bounded by [`BROWSER_TIMEOUT`].
-fn chromium(page: &Path, args: &[&str]) -> BrowserRun {
+/// Runs headless Chromium on `page` (with `hash` after its address) with `args`, bounded by
+/// [`BROWSER_TIMEOUT`].
+fn chromium(page: &Path, hash: &str, args: &[&str]) -> BrowserRun {
     let binary = ["chromium", "chromium-browser"]
         .into_iter()
         .find(|name| Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success()))
@@ -56,7 +59,7 @@ fn chromium(page: &Path, args: &[&str]) -> BrowserRun {
         .args(["--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0"])
         .arg(format!("--user-data-dir={}", profile.path().join("profile").display()))
         .args(args)
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{hash}", page.display()))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&log).unwrap());
@@ -118,6 +121,20 @@ fn rows_by_action(html: &str) -> BTreeMap<String, usize> {
         *rows.entry(action.to_string()).or_insert(0) += 1;
     }
     rows
+}
+
+/// The rows of `html` in order: their action, their roles, and whether they are hidden.
+fn rows_shown(html: &str) -> Vec<(String, Vec<String>, bool)> {
+    html.split("<details class=\"tf-row ")
+        .skip(1)
+        .map(|piece| {
+            let tag = &piece[..piece.find('>').unwrap()];
+            let attribute =
+                |name: &str| tag.split(&format!("{name}=\"")).nth(1).unwrap().split('"').next().unwrap();
+            let roles = attribute("data-roles").split(' ').map(String::from).collect();
+            (attribute("data-action").to_string(), roles, tag.contains(" hidden"))
+        })
+        .collect()
 }
 
 /// The shipped example's fit at a budget of 300 tokens: its plan, from `fit --plan`.
@@ -218,7 +235,7 @@ fn the_page_loads_in_headless_chromium_without_console_errors() {
     let control = artifacts().join("control.html");
     std::fs::write(&control, "<!DOCTYPE html><p>x</p><script>throw new Error('control error')</script>")
         .unwrap();
-    let seen = chromium(&control, &["--dump-dom"]);
+    let seen = chromium(&control, "", &["--dump-dom"]);
     assert!(
         seen.console().iter().any(|l| l.contains("Uncaught Error: control error")),
         "the console detector does not see a thrown error:\n{}",
@@ -228,7 +245,7 @@ fn the_page_loads_in_headless_chromium_without_console_errors() {
     // the known fit: no console message, the script ran, the rows and actions are the plan's
     let plan = example_plan();
     let (page, _) = inspect(&["data/examples/agent_session.json", "--budget", "300"], "browser.html");
-    let run = chromium(&page, &["--dump-dom"]);
+    let run = chromium(&page, "", &["--dump-dom"]);
     assert_eq!(run.console(), Vec::<&str>::new(), "console messages:\n{}", run.log);
     let dom = &run.stdout;
     assert!(
@@ -240,11 +257,29 @@ fn the_page_loads_in_headless_chromium_without_console_errors() {
     assert_eq!(rows_by_action(dom), expected);
     assert!(dom.contains(&format!("{rows} of {rows} rows shown")), "the filter did not count the rows");
 
+    // the filters, as a link names them: the rows of those actions and roles show, no other
+    let written = std::fs::read_to_string(&page).unwrap();
+    let run = chromium(&page, "#actions=dropped,kept&roles=user,system", &["--dump-dom"]);
+    assert_eq!(run.console(), Vec::<&str>::new(), "console messages:\n{}", run.log);
+    let shown = rows_shown(&run.stdout);
+    let expected: Vec<_> = rows_shown(&written)
+        .into_iter()
+        .map(|(action, roles, _)| {
+            let show = ["dropped", "kept"].contains(&action.as_str())
+                && roles.iter().any(|r| r == "user" || r == "system");
+            (action, roles, !show)
+        })
+        .collect();
+    assert_eq!(shown, expected);
+    let visible = expected.iter().filter(|(_, _, hidden)| !hidden).count();
+    assert!(visible > 0 && visible < rows, "{expected:?}");
+    assert!(run.stdout.contains(&format!("{visible} of {rows} rows shown")));
+
     // a screenshot of it, kept with the test's artifacts
     let shot = artifacts().join("inspect.png");
     let _ = std::fs::remove_file(&shot);
     let arg = format!("--screenshot={}", shot.display());
-    chromium(&page, &[&arg, "--window-size=1280,900", "--hide-scrollbars"]);
+    chromium(&page, "", &[&arg, "--window-size=1280,900", "--hide-scrollbars"]);
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
 }
@@ -263,7 +298,7 @@ fn conversation_text_stays_text_in_the_browser() {
     std::fs::write(&file, input.to_string()).unwrap();
     let (page, html) = inspect(&[file.to_str().unwrap(), "--model", "gpt-4o"], "hostile.html");
     assert_eq!(html.matches("<script").count(), 1, "only the page's own script");
-    let run = chromium(&page, &["--dump-dom"]);
+    let run = chromium(&page, "", &["--dump-dom"]);
     assert_eq!(run.console(), Vec::<&str>::new(), "console messages:\n{}", run.log);
     let dom = &run.stdout;
     assert!(!dom.contains("<img") && !dom.contains("pwned</title>"), "{dom}");

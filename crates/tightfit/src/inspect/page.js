@@ -34,7 +34,21 @@
     shown.textContent = visible + " of " + rows.length + " rows shown";
   }
 
-  boxes.forEach(function (box) { box.addEventListener("change", apply); });
+  // a link may name the filters: #actions=dropped,summarized&roles=user (others: all checked)
+  var named = {};
+  location.hash.replace(/^#/, "").split("&").forEach(function (pair) {
+    var kv = pair.split("=");
+    if (kv.length === 2 && (kv[0] === "roles" || kv[0] === "actions")) {
+      named[kv[0] === "roles" ? "role" : "action"] = kv[1].split(",");
+    }
+  });
+  boxes.forEach(function (box) {
+    var only = named[box.dataset.filter];
+    if (only) {
+      box.checked = only.indexOf(box.value) >= 0;
+    }
+    box.addEventListener("change", apply);
+  });
   apply();
   root.dataset.ready = "true";
 })();
