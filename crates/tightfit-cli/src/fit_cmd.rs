@@ -21,8 +21,8 @@ use tightfit::{Plan, Report};
 use crate::count_cmd::thousands;
 use crate::input::{self, Record};
 
-/// What `fit` was asked to do.
-pub struct Options {
+/// What to fit for, and with what: the options `fit` and `inspect` share.
+pub struct Fitting {
     /// `--model`, or `None` to use each request's `model`.
     pub model: Option<String>,
     /// `--budget`: tokens, instead of the model's window minus the reserved output. Without a
@@ -34,6 +34,18 @@ pub struct Options {
     pub allow_over_window: bool,
     /// `--format`.
     pub hint: FormatHint,
+    /// `--store`: what the steps remove or cut is offloaded into this store, and the output
+    /// names its handles (`tightfit recall HANDLE --store F` gives it back).
+    pub store: Option<Arc<dyn Store>>,
+    /// `--summarizer-url` and `--summarizer-model`: what writes the `summarize` step's
+    /// summaries (the extractive summarizer when `None`, or when it fails).
+    pub summarizer: Option<Arc<dyn Summarizer>>,
+}
+
+/// What `fit` was asked to do.
+pub struct Options {
+    /// What to fit for, and with what.
+    pub fitting: Fitting,
     /// `--output`: where the fitted histories go (standard output if `None`).
     pub output: Option<PathBuf>,
     /// `--report json`.
@@ -43,12 +55,6 @@ pub struct Options {
     /// `--on-error keep`: a JSON Lines line that cannot be fitted is written as it came,
     /// instead of an error record.
     pub keep_failed: bool,
-    /// `--store`: what the steps remove or cut is offloaded into this store, and the output
-    /// names its handles (`tightfit recall HANDLE --store F` gives it back).
-    pub store: Option<Arc<dyn Store>>,
-    /// `--summarizer-url` and `--summarizer-model`: what writes the `summarize` step's
-    /// summaries (the extractive summarizer when `None`, or when it fails).
-    pub summarizer: Option<Arc<dyn Summarizer>>,
 }
 
 struct Fitted {
@@ -76,7 +82,7 @@ const BATCH_PER_WORKER: usize = 4;
 /// order) and flushed before the next is taken. Memory is bounded by the longest lines times
 /// the batch, not by the file, and the first answers come out while the input still comes in.
 pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Options) -> anyhow::Result<bool> {
-    let fixed_model = options.model.as_deref().map(|m| registry.lookup(m)).transpose()?;
+    let fixed_model = options.fitting.fixed_model(registry)?;
     let mut input = input::stream(file, rayon::current_num_threads() * BATCH_PER_WORKER)?;
     let name = input.name.clone();
     let mut out: Box<dyn Write> = match &options.output {
@@ -100,7 +106,7 @@ pub fn run(registry: &Registry, pipeline: &Pipeline, file: &Path, options: &Opti
         let results: Vec<Result<Fitted, String>> = batch
             .par_iter()
             .map_init(Fitter::new, |fitter, record| {
-                let result = fit_record(fitter, registry, fixed_model, pipeline, record, options);
+                let result = fit_record(fitter, registry, fixed_model, pipeline, record, &options.fitting);
                 progress.inc(1);
                 result.map_err(|e| format!("{e:#}"))
             })
@@ -218,44 +224,75 @@ fn fit_record(
     fixed_model: Option<&ModelInfo>,
     pipeline: &Pipeline,
     record: &Record,
-    options: &Options,
+    fitting: &Fitting,
 ) -> anyhow::Result<Fitted> {
-    let conversation = input::parse_for_model(record, options.hint, registry, fixed_model)?;
-    let request = conversation.request.as_ref();
-    let mut target = match (input::model_if_named(registry, fixed_model, &conversation)?, options.budget) {
-        (Some(model), budget) => {
-            if let Some(budget) = budget {
-                Target::check_budget(model, budget, options.allow_over_window)?;
+    fitting.fit_record(fitter, registry, fixed_model, pipeline, record, |conversation, _, fitted| {
+        let (report, plan) = (fitted.report, fitted.plan);
+        let messages: Vec<_> = fitted.messages.into_iter().map(std::borrow::Cow::into_owned).collect();
+        // the fitted messages in the input's envelope (request fields, tools)
+        let request = conversation.request.clone();
+        let id = request.as_ref().and_then(|r| r.extra.get("id")).cloned();
+        let output = Conversation {
+            messages,
+            format: conversation.format,
+            tools: conversation.tools.clone(),
+            request,
+        };
+        let text = format::to_string(&output, output.format);
+        Fitted { line: record.line, id, text, report, plan }
+    })
+}
+
+impl Fitting {
+    /// The `--model` given, looked up (`None`: each request's own).
+    pub fn fixed_model<'r>(&self, registry: &'r Registry) -> anyhow::Result<Option<&'r ModelInfo>> {
+        Ok(self.model.as_deref().map(|m| registry.lookup(m)).transpose()?)
+    }
+
+    /// Reads `record` and fits it as `fit` does (the model, the budget, the store and the
+    /// summarizer these options name); `then` gets the input, the target it was fitted to and
+    /// the fit (which borrows the input).
+    pub fn fit_record<R>(
+        &self,
+        fitter: &mut Fitter,
+        registry: &Registry,
+        fixed_model: Option<&ModelInfo>,
+        pipeline: &Pipeline,
+        record: &Record,
+        then: impl FnOnce(&Conversation, &Target, tightfit::Fitted<'_>) -> R,
+    ) -> anyhow::Result<R> {
+        let conversation = input::parse_for_model(record, self.hint, registry, fixed_model)?;
+        let request = conversation.request.as_ref();
+        let mut target = match (input::model_if_named(registry, fixed_model, &conversation)?, self.budget) {
+            (Some(model), budget) => {
+                if let Some(budget) = budget {
+                    Target::check_budget(model, budget, self.allow_over_window)?;
+                }
+                Target::for_model(model, request.and_then(|r| r.reserved_output()))
             }
-            Target::for_model(model, request.and_then(|r| r.reserved_output()))
+            (None, Some(budget)) => Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase)),
+            (None, None) => anyhow::bail!(
+                "no model and no budget: pass --model (its window gives the budget), give a request \
+                 body with `model`, or pass --budget (counted with o200k_base unless --tokenizer names \
+                 another)"
+            ),
+        };
+        if let Some(counter) = &self.counter {
+            target.counter = counter.clone();
         }
-        (None, Some(budget)) => Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase)),
-        (None, None) => anyhow::bail!(
-            "no model and no budget: pass --model (its window gives the budget), give a request body \
-             with `model`, or pass --budget (counted with o200k_base unless --tokenizer names another)"
-        ),
-    };
-    if let Some(counter) = &options.counter {
-        target.counter = counter.clone();
+        if let Some(budget) = self.budget {
+            target = target.with_budget(budget);
+        }
+        let mut services = match &self.store {
+            Some(store) => Services::default().with_offload(store.as_ref()),
+            None => Services::default(),
+        };
+        if let Some(summarizer) = &self.summarizer {
+            services = services.with_summarizer(summarizer.as_ref());
+        }
+        let fitted = fitter.fit_with(&conversation, &target, Some(pipeline), services)?;
+        Ok(then(&conversation, &target, fitted))
     }
-    if let Some(budget) = options.budget {
-        target = target.with_budget(budget);
-    }
-    let mut services = match &options.store {
-        Some(store) => Services::default().with_offload(store.as_ref()),
-        None => Services::default(),
-    };
-    if let Some(summarizer) = &options.summarizer {
-        services = services.with_summarizer(summarizer.as_ref());
-    }
-    let fitted = fitter.fit_with(&conversation, &target, Some(pipeline), services)?;
-    let (report, plan) = (fitted.report, fitted.plan);
-    let messages: Vec<_> = fitted.messages.into_iter().map(std::borrow::Cow::into_owned).collect();
-    // the fitted messages in the input's envelope (request fields, tools)
-    let id = conversation.request.as_ref().and_then(|r| r.extra.get("id")).cloned();
-    let output = Conversation { messages, ..conversation };
-    let text = format::to_string(&output, output.format);
-    Ok(Fitted { line: record.line, id, text, report, plan })
 }
 
 fn write_report(err: &mut impl Write, name: &str, f: &Fitted, single: bool) -> std::io::Result<()> {

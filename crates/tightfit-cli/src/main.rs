@@ -20,8 +20,10 @@ use tightfit::models::Registry;
 mod count_cmd;
 mod fit_cmd;
 mod input;
+mod inspect_cmd;
 mod models_cmd;
 mod recall_cmd;
+mod replay_cmd;
 mod serve_cmd;
 mod simulate_cmd;
 mod simulate_svg;
@@ -75,32 +77,16 @@ enum Command {
     Fit {
         /// The conversation file, or `-` for standard input.
         file: PathBuf,
-        /// The model to fit for. Defaults to the request body's `model`; with neither, a
-        /// --budget is counted with o200k_base (there is no default model).
-        #[arg(long, short)]
-        model: Option<String>,
-        /// The budget in tokens (the whole request), instead of the model's window minus the
-        /// output reserved (the request's max_tokens, else up to 4,096).
-        #[arg(long)]
-        budget: Option<usize>,
-        /// Allow a --budget past the model's input limit (a model served with a larger window
-        /// than the registry knows); without it such a budget is an error.
-        #[arg(long)]
-        allow_over_window: bool,
-        /// A named pipeline: middle-out (the default), cache, minimal, balanced, summarizing, swarms.
-        #[arg(long, conflicts_with = "config")]
-        preset: Option<String>,
-        /// A pipeline configuration file (YAML, TOML or JSON; llmling's YAML loads as is).
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        fitting: FitArgs,
         /// Write the fitted history here instead of standard output.
         #[arg(long, short, value_name = "OUT")]
         output: Option<PathBuf>,
         /// The report's form on standard error.
         #[arg(long, value_enum, default_value_t = ReportArg::Text)]
         report: ReportArg,
-        /// Also write each conversation's plan (what happened to every unit; replayable) to
-        /// this file, one JSON object per line.
+        /// Also write each conversation's plan (what happened to every unit; `tightfit replay`
+        /// applies it again) to this file, one JSON object per line.
         #[arg(long, value_name = "FILE")]
         plan: Option<PathBuf>,
         /// What a JSON Lines line that cannot be fitted becomes in the output, which stays line
@@ -108,41 +94,38 @@ enum Command {
         /// as it came (`keep`).
         #[arg(long, value_enum, default_value_t = OnErrorArg::Record)]
         on_error: OnErrorArg,
-        /// The input's wire format.
-        #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
-        format: FormatArg,
-        /// A TOML or JSON file that adds models to the registry or overrides them, or a whole
-        /// table written by `tightfit models --refresh` that replaces it.
+    },
+    /// Fit a history as `fit` does and write a page that shows what the fit did: the history
+    /// before and after side by side, a row per unit with its tokens as bars, what happened to
+    /// it and which step did it, the budget, filters by role and by action.
+    ///
+    /// The page is one HTML file with nothing to load (no network): open it in any browser.
+    /// JSON Lines give one section per conversation, with an index at the top.
+    Inspect {
+        /// The conversation file, or `-` for standard input.
+        file: PathBuf,
+        #[command(flatten)]
+        fitting: FitArgs,
+        /// Where the page goes.
+        #[arg(long, value_name = "OUT")]
+        html: PathBuf,
+    },
+    /// Apply saved plans (`fit --plan FILE`, or a Python `result.plan.to_json()`) to the same
+    /// input again: the output is byte for byte the fit's, without fitting.
+    ///
+    /// JSON Lines: the plans are taken in order, one per conversation; a conversation that
+    /// is not the one the next plan was made for (another number of messages, or other
+    /// content) is reported with its line and becomes an error record, as a failed `fit` line
+    /// does. Exit code 1 when some conversation had no plan or a plan was left over.
+    Replay {
+        /// The plans: one JSON object, or one per line.
+        plan: PathBuf,
+        /// The conversation file the plans were made for, or `-` for standard input.
         #[arg(long, value_name = "FILE")]
-        models_file: Option<PathBuf>,
-        /// Offload what the steps remove or cut into this store: an SQLite FILE (made if
-        /// missing; or sqlite:FILE), redis://HOST[:PORT][/DB] or postgres://USER@HOST/DB. The
-        /// output keeps a placeholder or note naming a handle for each, and `tightfit recall
-        /// HANDLE --store STORE` gives the messages back as they came.
-        #[arg(long, value_name = "STORE")]
-        store: Option<String>,
-        /// Have a model write the `summarize` step's summaries: the base URL of an
-        /// OpenAI-compatible endpoint (up to `/chat/completions`, e.g. ending in `/v1`) or of
-        /// Anthropic's API (see --summarizer-api). Without it, or when the model fails, the
-        /// built-in extractive summarizer writes them.
-        #[arg(long, value_name = "URL", requires = "summarizer_model")]
-        summarizer_url: Option<String>,
-        /// The model the summarizer endpoint runs.
-        #[arg(long, value_name = "MODEL", requires = "summarizer_url")]
-        summarizer_model: Option<String>,
-        /// The API the summarizer endpoint speaks.
-        #[arg(long, value_enum, default_value_t = SummarizerApiArg::Openai)]
-        summarizer_api: SummarizerApiArg,
-        /// The environment variable holding the summarizer endpoint's API key.
-        #[arg(long, value_name = "VAR")]
-        summarizer_key_env: Option<String>,
-        /// How many times a failed summarizer request is tried again (1 s, then 2 s, ...).
-        #[arg(long, value_name = "N", default_value_t = 2)]
-        summarizer_retries: u32,
-        /// Count with this tokenizer file instead of the model's counter (as for `count`); the
-        /// model still gives the window.
-        #[arg(long, value_name = "FILE")]
-        tokenizer: Option<PathBuf>,
+        input: PathBuf,
+        /// Write the history here instead of standard output.
+        #[arg(long, short, value_name = "OUT")]
+        output: Option<PathBuf>,
     },
     /// Give back the messages a fit offloaded under HANDLE, as they came (a JSON array of the
     /// wire messages, each with its index in the input).
@@ -286,6 +269,97 @@ enum Command {
     },
 }
 
+/// What `fit` and `inspect` share: what to fit for, and with what.
+#[derive(Debug, clap::Args)]
+struct FitArgs {
+    /// The model to fit for. Defaults to the request body's `model`; with neither, a
+    /// --budget is counted with o200k_base (there is no default model).
+    #[arg(long, short)]
+    model: Option<String>,
+    /// The budget in tokens (the whole request), instead of the model's window minus the
+    /// output reserved (the request's max_tokens, else up to 4,096).
+    #[arg(long)]
+    budget: Option<usize>,
+    /// Allow a --budget past the model's input limit (a model served with a larger window
+    /// than the registry knows); without it such a budget is an error.
+    #[arg(long)]
+    allow_over_window: bool,
+    /// A named pipeline: middle-out (the default), cache, minimal, balanced, summarizing, swarms.
+    #[arg(long, conflicts_with = "config")]
+    preset: Option<String>,
+    /// A pipeline configuration file (YAML, TOML or JSON; llmling's YAML loads as is).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The input's wire format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
+    /// A TOML or JSON file that adds models to the registry or overrides them, or a whole
+    /// table written by `tightfit models --refresh` that replaces it.
+    #[arg(long, value_name = "FILE")]
+    models_file: Option<PathBuf>,
+    /// Offload what the steps remove or cut into this store: an SQLite FILE (made if
+    /// missing; or sqlite:FILE), redis://HOST[:PORT][/DB] or postgres://USER@HOST/DB. The
+    /// output keeps a placeholder or note naming a handle for each, and `tightfit recall
+    /// HANDLE --store STORE` gives the messages back as they came.
+    #[arg(long, value_name = "STORE")]
+    store: Option<String>,
+    /// Have a model write the `summarize` step's summaries: the base URL of an
+    /// OpenAI-compatible endpoint (up to `/chat/completions`, e.g. ending in `/v1`) or of
+    /// Anthropic's API (see --summarizer-api). Without it, or when the model fails, the
+    /// built-in extractive summarizer writes them.
+    #[arg(long, value_name = "URL", requires = "summarizer_model")]
+    summarizer_url: Option<String>,
+    /// The model the summarizer endpoint runs.
+    #[arg(long, value_name = "MODEL", requires = "summarizer_url")]
+    summarizer_model: Option<String>,
+    /// The API the summarizer endpoint speaks.
+    #[arg(long, value_enum, default_value_t = SummarizerApiArg::Openai)]
+    summarizer_api: SummarizerApiArg,
+    /// The environment variable holding the summarizer endpoint's API key.
+    #[arg(long, value_name = "VAR")]
+    summarizer_key_env: Option<String>,
+    /// How many times a failed summarizer request is tried again (1 s, then 2 s, ...).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    summarizer_retries: u32,
+    /// Count with this tokenizer file instead of the model's counter (as for `count`); the
+    /// model still gives the window.
+    #[arg(long, value_name = "FILE")]
+    tokenizer: Option<PathBuf>,
+}
+
+impl FitArgs {
+    /// What the options name, built: the registry, the pipeline, and the fit's settings
+    /// (the store opened, the summarizer made).
+    fn build(self) -> anyhow::Result<(Cow<'static, Registry>, tightfit::Pipeline, fit_cmd::Fitting)> {
+        let registry = registry(self.models_file.as_ref())?;
+        let summarizer = self.summarizer_url.zip(self.summarizer_model).map(|(url, model)| {
+            let api = match self.summarizer_api {
+                SummarizerApiArg::Openai => tightfit_llm::Api::OpenAi,
+                SummarizerApiArg::Anthropic => tightfit_llm::Api::Anthropic,
+            };
+            let mut summarizer = tightfit_llm::HttpSummarizer::new(api, url, model)
+                .with_retries(self.summarizer_retries, std::time::Duration::from_secs(1));
+            if let Some(var) = self.summarizer_key_env {
+                summarizer = summarizer.with_api_key_env(var);
+            }
+            Arc::new(summarizer) as Arc<dyn tightfit::summary::Summarizer>
+        });
+        let pipeline = pipeline(self.preset.as_deref(), self.config.as_ref())?;
+        let store = self.store.map(|spec| tightfit_store::StoreSpec::parse(&spec)?.open()).transpose()?;
+        let counter = self.tokenizer.as_deref().map(count_cmd::file_counter).transpose()?;
+        let fitting = fit_cmd::Fitting {
+            model: self.model,
+            budget: self.budget,
+            counter,
+            allow_over_window: self.allow_over_window,
+            hint: self.format.hint(),
+            store,
+            summarizer,
+        };
+        Ok((registry, pipeline, fitting))
+    }
+}
+
 /// `fit --on-error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnErrorArg {
@@ -400,57 +474,24 @@ fn main() -> ExitCode {
                 count_cmd::run(&registry, &file, &options)
             })
         }
-        Command::Fit {
-            file,
-            model,
-            budget,
-            allow_over_window,
-            preset,
-            config,
-            output,
-            report,
-            plan,
-            on_error,
-            format,
-            models_file,
-            store,
-            summarizer_url,
-            summarizer_model,
-            summarizer_api,
-            summarizer_key_env,
-            summarizer_retries,
-            tokenizer,
-        } => registry(models_file.as_ref()).and_then(|registry| {
-            let summarizer = summarizer_url.zip(summarizer_model).map(|(url, model)| {
-                let api = match summarizer_api {
-                    SummarizerApiArg::Openai => tightfit_llm::Api::OpenAi,
-                    SummarizerApiArg::Anthropic => tightfit_llm::Api::Anthropic,
+        Command::Fit { file, fitting, output, report, plan, on_error } => {
+            fitting.build().and_then(|(registry, pipeline, fitting)| {
+                let options = fit_cmd::Options {
+                    fitting,
+                    output,
+                    json_report: report == ReportArg::Json,
+                    plan,
+                    keep_failed: on_error == OnErrorArg::Keep,
                 };
-                let mut summarizer = tightfit_llm::HttpSummarizer::new(api, url, model)
-                    .with_retries(summarizer_retries, std::time::Duration::from_secs(1));
-                if let Some(var) = summarizer_key_env {
-                    summarizer = summarizer.with_api_key_env(var);
-                }
-                Arc::new(summarizer) as Arc<dyn tightfit::summary::Summarizer>
-            });
-            let pipeline = pipeline(preset.as_deref(), config.as_ref())?;
-            let store = store.map(|spec| tightfit_store::StoreSpec::parse(&spec)?.open()).transpose()?;
-            let counter = tokenizer.as_deref().map(count_cmd::file_counter).transpose()?;
-            let options = fit_cmd::Options {
-                model,
-                budget,
-                counter,
-                allow_over_window,
-                hint: format.hint(),
-                output,
-                json_report: report == ReportArg::Json,
-                plan,
-                keep_failed: on_error == OnErrorArg::Keep,
-                store,
-                summarizer,
-            };
-            fit_cmd::run(&registry, &pipeline, &file, &options)
-        }),
+                fit_cmd::run(&registry, &pipeline, &file, &options)
+            })
+        }
+        Command::Inspect { file, fitting, html } => {
+            fitting.build().and_then(|(registry, pipeline, fitting)| {
+                inspect_cmd::run(&registry, &pipeline, &file, &fitting, &html)
+            })
+        }
+        Command::Replay { plan, input, output } => replay_cmd::run(&plan, &input, output.as_deref()),
         Command::Simulate {
             files,
             model,

@@ -9,7 +9,9 @@ use serde_json::Value;
 mod count_open;
 mod fit;
 mod gemini;
+mod inspect;
 mod numbers;
+mod replay;
 mod responses;
 mod serve;
 mod simulate;
@@ -40,10 +42,17 @@ fn tightfit_env(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Out
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // written from another thread: a command that answers while it reads (JSON Lines are
+    // streamed) fills its output pipe before it has read the whole input
     let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-    drop(input);
-    child.wait_with_output().unwrap()
+    let stdin = stdin.unwrap_or("").to_string();
+    let writer = std::thread::spawn(move || {
+        // a command that fails before reading everything closes its input: not our error
+        let _ = input.write_all(stdin.as_bytes());
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
 }
 
 fn stdout(output: &Output) -> String {

@@ -5,14 +5,17 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 use tightfit::fit::{Fitter, Services};
 use tightfit::format::{self, Format};
+use tightfit::inspect::{Inspection, Page, Section};
+use tightfit::steps::ConfigError;
+use tightfit::tokens::ChatCounter;
 use tightfit::{Plan, Report};
 
 use crate::args;
-use crate::convert::to_python;
+use crate::convert::{to_python, to_value};
 use crate::errors::{guard, Failure};
 use crate::input::{model_format, RawInput, Shape};
 use crate::pipeline::PyPipeline;
@@ -43,6 +46,11 @@ pub(crate) struct FitResult {
     /// the input had it unless a step changed it); `None` otherwise or when there is none.
     #[pyo3(get)]
     system: Option<Py<PyAny>>,
+    /// The caller's messages (or request body), as given, and the `system=` given beside
+    /// them: the page (`to_html`) reads them again, and refuses them if they changed since.
+    input: (Py<PyAny>, Option<Py<PyAny>>),
+    /// The counter the fit counted with: the page's rows are its counts.
+    counter: ChatCounter,
 }
 
 impl FitResult {
@@ -53,32 +61,26 @@ impl FitResult {
         messages: &Bound<'_, PyAny>,
         report: Report,
         plan: Plan,
+        counter: ChatCounter,
     ) -> PyResult<FitResult> {
-        let out = PyList::empty(py);
-        for entry in &plan.output {
-            match (&entry.message, entry.input) {
-                (Some(message), _) => out.append(to_python(py, message)?)?,
-                (None, Some(i)) => out.append(messages.get_item(i)?)?,
-                (None, None) => {
-                    return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
-                }
-            }
-        }
-        FitResult::assemble(py, out, report, plan, None, None)
+        let out = output(py, messages, &plan)?;
+        let input = (messages.clone().unbind(), None);
+        FitResult::assemble(py, out, (report, plan, counter), input, None, None)
     }
 
     /// The result of a run on a request body, or on messages with `system=` (`shape`): `body`
     /// is the fitted body as the format's writer wrote it (fields in the order they came); its
     /// list of messages is made of the caller's own objects (`list`, read as the last of the
     /// conversation's `input_len` messages) wherever a message went unchanged.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn for_request(
         py: Python<'_>,
+        (given, given_system): (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
         list: Option<&Bound<'_, PyAny>>,
         shape: Shape,
         (format, input_len): (Format, usize),
         mut body: Value,
-        report: Report,
-        plan: Plan,
+        (report, plan, counter): (Report, Plan, ChatCounter),
     ) -> PyResult<FitResult> {
         let key = format::list_key(format);
         let out = PyList::empty(py);
@@ -122,14 +124,15 @@ impl FitResult {
             }
             Shape::Messages | Shape::System => None,
         };
-        FitResult::assemble(py, out, report, plan, body, system)
+        let input = (given.clone().unbind(), given_system.map(|s| s.clone().unbind()));
+        FitResult::assemble(py, out, (report, plan, counter), input, body, system)
     }
 
     fn assemble(
         py: Python<'_>,
         messages: Bound<'_, PyList>,
-        report: Report,
-        plan: Plan,
+        (report, plan, counter): (Report, Plan, ChatCounter),
+        input: (Py<PyAny>, Option<Py<PyAny>>),
         body: Option<Py<PyAny>>,
         system: Option<Py<PyAny>>,
     ) -> PyResult<FitResult> {
@@ -139,8 +142,47 @@ impl FitResult {
             plan: Py::new(py, PyPlan::from(plan))?,
             body,
             system,
+            input,
+            counter,
         })
     }
+
+    /// The page of this fit: the caller's messages read again (they must be the ones fitted)
+    /// and laid out with the plan and the report.
+    fn page(&self, py: Python<'_>, title: &str) -> PyResult<Page> {
+        let plan = self.plan.get().plan();
+        let report = self.report.get().report();
+        let (given, system) = (self.input.0.bind(py), self.input.1.as_ref().map(|s| s.bind(py)));
+        let (raw, _) = RawInput::read_any(given, None, Some(plan.format.as_str()), system)?;
+        let counter = &self.counter;
+        let page = py.detach(|| {
+            guard(|| {
+                let conversation = raw.parse()?;
+                let inspection =
+                    Inspection::new(&conversation.messages, plan, report, counter).map_err(|e| {
+                        Failure::Config(ConfigError::new("messages", format!("changed since the fit: {e}")))
+                    })?;
+                Ok::<_, Failure>(Page::new(title).with(Section::fitted(title, &inspection)))
+            })
+        })?;
+        Ok(page)
+    }
+}
+
+/// The output of `plan` as a list: the caller's own object (from `messages`) for every message
+/// sent as it came, a new dict for every message a step changed or wrote.
+fn output<'py>(py: Python<'py>, messages: &Bound<'py, PyAny>, plan: &Plan) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for entry in &plan.output {
+        match (&entry.message, entry.input) {
+            (Some(message), _) => out.append(to_python(py, message)?)?,
+            (None, Some(i)) => out.append(messages.get_item(i)?)?,
+            (None, None) => {
+                return Err(Failure::Internal("a plan entry with neither input nor message".into()).into())
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -148,6 +190,75 @@ impl FitResult {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("FitResult({} messages; {})", self.messages.bind(py).len(), self.report.get().summary())
     }
+
+    /// The page of what this fit did, as one self-contained HTML document (no network: inline
+    /// style and a little script): the history before and after side by side, a row per unit
+    /// with its tokens as bars, what happened to it and which step did it, the budget, filters
+    /// by role and by action; a row opens to show its messages. Reads the messages given to
+    /// the fit again: a `ConfigError` if they changed since.
+    #[pyo3(signature = (title = "tightfit fit"))]
+    fn to_html(&self, py: Python<'_>, title: &str) -> PyResult<String> {
+        Ok(self.page(py, title)?.to_document())
+    }
+
+    /// The page as a notebook cell shows it (Jupyter): `to_html`'s page as one element, its
+    /// style scoped to it.
+    fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.page(py, "tightfit fit")?.to_fragment())
+    }
+}
+
+/// Applies a saved plan (`result.plan`, its `to_json()` text, or its `to_dict()`) to the
+/// messages it was made for: the list `fit` returned, without fitting (the caller's own dict
+/// for every message sent as it came, a new dict for every other). A `ConfigError` (key
+/// `plan`) when the plan was made for other messages (it says whether their number or their
+/// content differs) or is not a plan.
+///
+/// Costs: one walk of the messages to JSON and one parse and fingerprint of them (GIL
+/// released); nothing is counted.
+#[pyfunction]
+pub(crate) fn replay<'py>(
+    py: Python<'py>,
+    plan: &Bound<'py, PyAny>,
+    messages: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let parsed;
+    let bound;
+    let plan: &Plan = if let Ok(given) = plan.cast::<PyPlan>() {
+        bound = given.clone();
+        bound.get().plan()
+    } else {
+        parsed = plan_arg(plan)?;
+        &parsed
+    };
+    let messages = &args::messages(messages)?;
+    let raw = RawInput::read(messages, None, Some(plan.format.as_str()))?;
+    py.detach(|| {
+        guard(|| {
+            let conversation = raw.parse()?;
+            plan.replay(&conversation.messages)
+                .map(|_| ())
+                .map_err(|e| Failure::Config(ConfigError::new("plan", e.to_string())))
+        })
+    })?;
+    output(py, messages, plan)
+}
+
+/// A plan given as JSON text or a dict.
+fn plan_arg(plan: &Bound<'_, PyAny>) -> Result<Plan, Failure> {
+    let not_a_plan =
+        |e: serde_json::Error| Failure::Config(ConfigError::new("plan", format!("not a plan: {e}")));
+    if let Ok(text) = plan.cast::<PyString>() {
+        let text = text.to_str().map_err(|e| Failure::Type(format!("plan: {e}")))?;
+        return serde_json::from_str(text).map_err(not_a_plan);
+    }
+    if plan.is_instance_of::<PyDict>() {
+        let value =
+            to_value(plan).map_err(|e| Failure::Format { path: e.path("plan"), reason: e.reason.clone() })?;
+        return serde_json::from_value(value).map_err(not_a_plan);
+    }
+    let found = plan.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    Err(Failure::Type(format!("plan: expected a tightfit.Plan, its JSON text or its dict, found {found}")))
 }
 
 /// A fitter that remembers the token counts of the messages it has fitted (by content hash),
@@ -219,7 +330,7 @@ impl PyFitter {
         let pipeline = pipeline.map(|p| p.get().inner.clone());
         let fitter = &self.inner;
         let request = !matches!(shape, Shape::Messages);
-        let (report, plan, written) = py.detach(|| {
+        let (report, plan, written, counter) = py.detach(|| {
             guard(|| {
                 let conversation = raw.parse()?;
                 // the lock is taken with the GIL released, so a thread waiting for it never
@@ -258,7 +369,7 @@ impl PyFitter {
                     let body = format::request_to_value(&fitted.messages, &conversation);
                     (body, conversation.format, conversation.messages.len())
                 });
-                Ok::<_, Failure>((fitted.report, fitted.plan, written))
+                Ok::<_, Failure>((fitted.report, fitted.plan, written, target.counter.clone()))
             })
         })?;
         match written {
@@ -267,9 +378,17 @@ impl PyFitter {
                     Shape::Body => messages.get_item(format::list_key(format)).ok(),
                     _ => Some(messages.clone()),
                 };
-                FitResult::for_request(py, list.as_ref(), shape, (format, input_len), body, report, plan)
+                FitResult::for_request(
+                    py,
+                    (messages, system),
+                    list.as_ref(),
+                    shape,
+                    (format, input_len),
+                    body,
+                    (report, plan, counter),
+                )
             }
-            None => FitResult::new(py, messages, report, plan),
+            None => FitResult::new(py, messages, report, plan, counter),
         }
     }
 }

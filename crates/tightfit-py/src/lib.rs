@@ -42,6 +42,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pipeline::PyPipeline>()?;
     m.add_class::<fit::FitResult>()?;
     m.add_class::<fit::PyFitter>()?;
+    m.add_function(wrap_pyfunction!(fit::replay, m)?)?;
     m.add_class::<report::PyReport>()?;
     m.add_class::<report::PyPlan>()?;
     m.add_class::<count::PyCount>()?;

@@ -31,6 +31,11 @@ impl PyReport {
     pub(crate) fn summary(&self) -> String {
         self.inner.summary()
     }
+
+    /// The engine's report.
+    pub(crate) fn report(&self) -> &Report {
+        &self.inner
+    }
 }
 
 #[pymethods]
@@ -117,7 +122,7 @@ impl PyReport {
 }
 
 /// What happened to every unit of the input, and the output message by message; replayable
-/// by the engine on the same input.
+/// on the same input (`tightfit.replay(plan, messages)`).
 #[pyclass(frozen, module = "tightfit", name = "Plan")]
 pub(crate) struct PyPlan {
     inner: Plan,
@@ -126,6 +131,13 @@ pub(crate) struct PyPlan {
 impl From<Plan> for PyPlan {
     fn from(inner: Plan) -> PyPlan {
         PyPlan { inner }
+    }
+}
+
+impl PyPlan {
+    /// The engine's plan.
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.inner
     }
 }
 

@@ -183,7 +183,7 @@ impl PySession {
                 })?
             }
         };
-        FitResult::new(py, messages, report, plan)
+        FitResult::new(py, messages, report, plan, session.target().counter.clone())
     }
 
     /// The key `fit` gives `messages` when it is given none, for a session of `model` (plain

@@ -32,6 +32,8 @@ pub mod config;
 pub mod fit;
 pub mod format;
 pub mod history;
+#[cfg(feature = "inspect")]
+pub mod inspect;
 pub mod message;
 pub mod models;
 pub mod offload;

@@ -61,6 +61,14 @@ pub struct OutputEntry {
     /// The message as sent, when it is not the input message unchanged (wire format).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub message: Option<Value>,
+    /// For a message a step wrote (no `input`): the steps that acted on it, the one that
+    /// wrote it first (for a person: the inspect page labels it; replay does not read it).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub steps: Vec<String>,
+    /// For a message a step wrote: what they did, one line each ("written by summarize:
+    /// summary of the 12 messages removed", then any later cut).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub details: Vec<String>,
 }
 
 /// What a run did to a history: the fate of every input unit and the output, replayable.
@@ -83,7 +91,7 @@ pub struct Plan {
 #[non_exhaustive]
 pub enum PlanError {
     /// The plan was made for another history.
-    #[error("the plan was made for another history ({expected} messages, fingerprint {fingerprint}); this one has {found} messages")]
+    #[error("{}", other_input(*expected, fingerprint, *found, found_fingerprint))]
     OtherInput {
         /// The number of messages the plan expects.
         expected: usize,
@@ -91,6 +99,8 @@ pub enum PlanError {
         fingerprint: String,
         /// The number of messages given.
         found: usize,
+        /// The fingerprint of the messages given.
+        found_fingerprint: String,
     },
     /// An entry of the plan is malformed.
     #[error("output[{index}]: {reason}")]
@@ -100,6 +110,19 @@ pub enum PlanError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// What differs between the history a plan was made for and the one given: the number of
+/// messages, else their content.
+fn other_input(expected: usize, fingerprint: &str, found: usize, found_fingerprint: &str) -> String {
+    if expected == found {
+        format!(
+            "the plan was made for another history: the same number of messages ({expected}), \
+             but their content differs (fingerprint {fingerprint} in the plan, {found_fingerprint} here)"
+        )
+    } else {
+        format!("the plan was made for a history of {expected} messages; this one has {found}")
+    }
 }
 
 /// The fingerprint of an input, from its messages' fingerprints
@@ -206,15 +229,31 @@ impl Plan {
         let output = output
             .iter()
             .zip(meta)
-            .map(|(message, meta)| match (meta.origin, message) {
-                (Origin::Input(i), Cow::Borrowed(_)) => OutputEntry { input: Some(i), message: None },
-                (Origin::Input(i), Cow::Owned(m)) if *m == input[i] => {
-                    OutputEntry { input: Some(i), message: None }
-                }
-                (Origin::Input(i), Cow::Owned(m)) => {
-                    OutputEntry { input: Some(i), message: Some(write_one(m, format)) }
-                }
-                (Origin::Inserted, m) => OutputEntry { input: None, message: Some(write_one(m, format)) },
+            .map(|(message, meta)| {
+                let (input, message) = match (meta.origin, message) {
+                    (Origin::Input(i), Cow::Borrowed(_)) => (Some(i), None),
+                    (Origin::Input(i), Cow::Owned(m)) if *m == input[i] => (Some(i), None),
+                    (Origin::Input(i), Cow::Owned(m)) => (Some(i), Some(write_one(m, format))),
+                    (Origin::Inserted, m) => {
+                        // the first change of a written message is its writing
+                        let mut steps: Vec<String> = Vec::new();
+                        let mut details = Vec::new();
+                        for (n, change) in meta.changes.iter().enumerate() {
+                            if !steps.iter().any(|s| **s == *change.step) {
+                                steps.push(change.step.to_string());
+                            }
+                            let what = if n == 0 { "written" } else { kind_word(change.kind) };
+                            details.push(format!("{what} by {}: {}", change.step, change.detail));
+                        }
+                        return OutputEntry {
+                            input: None,
+                            message: Some(write_one(m, format)),
+                            steps,
+                            details,
+                        };
+                    }
+                };
+                OutputEntry { input, message, steps: Vec::new(), details: Vec::new() }
             })
             .collect();
         Plan {
@@ -235,11 +274,13 @@ impl Plan {
     /// Rebuilds the output from the same input. Messages the plan keeps are borrowed from
     /// `input`; changed and written ones are read back from the plan.
     pub fn replay<'a>(&self, input: &'a [Message]) -> Result<Vec<Cow<'a, Message>>, PlanError> {
-        if input.len() != self.input_messages || fingerprint(input) != self.input_fingerprint {
+        let found_fingerprint = fingerprint(input);
+        if input.len() != self.input_messages || found_fingerprint != self.input_fingerprint {
             return Err(PlanError::OtherInput {
                 expected: self.input_messages,
                 fingerprint: self.input_fingerprint.clone(),
                 found: input.len(),
+                found_fingerprint,
             });
         }
         let format: Format = self

@@ -240,9 +240,48 @@ fn a_plan_survives_json_and_replays_to_identical_bytes() {
         .iter()
         .filter(|u| u.action == tightfit::plan::UnitAction::Dropped)
         .all(|u| u.steps == ["middle_out"]));
-    // on another history the plan refuses
+    // on another history the plan refuses, saying what differs: the number of messages
     let other = parse_str(&all[0], FormatHint::Auto).unwrap();
-    assert!(plan.replay(&other.messages).is_err());
+    assert_ne!(other.messages.len(), conversation.messages.len());
+    assert_eq!(
+        plan.replay(&other.messages).unwrap_err().to_string(),
+        format!(
+            "the plan was made for a history of {} messages; this one has {}",
+            conversation.messages.len(),
+            other.messages.len()
+        )
+    );
+    // or, as many messages, their content
+    let mut edited = conversation.messages.clone();
+    edited[1] = tightfit::Message::text(tightfit::Role::User, "something else");
+    let err = plan.replay(&edited).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "the plan was made for another history: the same number of messages ({}), but their content differs",
+            edited.len()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_message_a_step_wrote_names_the_step_in_the_plan() {
+    let all = lines(&crate::shared("data/agent_swe_agent_demos.jsonl"));
+    let longest = all.iter().max_by_key(|l| l.len()).unwrap();
+    let conversation = parse_str(longest, FormatHint::Auto).unwrap();
+    let summarizing = tightfit::presets::by_name("summarizing").unwrap();
+    let fitted = fit(&conversation, &Target::budget(6_000, counter()), Some(&summarizing)).unwrap();
+    let written: Vec<_> = fitted.plan.output.iter().filter(|e| e.input.is_none()).collect();
+    assert_eq!(written.len(), 1, "one summary");
+    assert_eq!(written[0].steps[0], "summarize");
+    assert!(written[0].details[0].starts_with("written by summarize: summary of the "), "{:?}", written[0]);
+    // the messages of the input carry neither (their unit says what happened to them)
+    assert!(fitted
+        .plan
+        .output
+        .iter()
+        .filter(|e| e.input.is_some())
+        .all(|e| e.steps.is_empty() && e.details.is_empty()));
 }
 
 #[test]

@@ -6,6 +6,8 @@ mod errors;
 mod fit;
 mod gemini;
 mod generate;
+#[cfg(feature = "inspect")]
+mod inspect;
 mod layers;
 mod models;
 mod offload;

@@ -8,6 +8,8 @@ the provider (a tool call never loses its result), with a report of what was don
     result = tightfit.fit(messages, model="gpt-4o", budget=32_000)
     result.messages   # unchanged messages are your own dict objects
     result.report.compressed_token_count
+    result.to_html()  # a page that shows what was cut (a notebook shows it by itself)
+    tightfit.replay(result.plan.to_json(), messages)  # the same messages again, not fitted
 
 In an agent loop, fit every turn through one :class:`Session`: its requests extend each other
 until a compaction, so the provider's prompt cache keeps serving the prefix::
@@ -38,6 +40,7 @@ from tightfit._native import (
     SessionInfo,
     Violation,
     __version__,
+    replay,
     validate,
 )
 from tightfit.errors import (
@@ -93,6 +96,7 @@ __all__ = [
     "MemoryStore",
     "SessionInfo",
     "validate",
+    "replay",
     "Count",
     "FitResult",
     "Report",
