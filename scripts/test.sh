@@ -29,7 +29,8 @@ trap 'rm -rf "$wheels"' EXIT
 .venv/bin/maturin build --quiet --profile dev --interpreter .venv/bin/python \
   -m crates/tightfit-py/Cargo.toml --out "$wheels"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/tightfit-*.whl
-.venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
+# TIGHTFIT_BIN: the Rust binary (built by cargo test above) the package's command is compared with
+TIGHTFIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit" .venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
 
 echo "== the proxy through the real openai and anthropic SDKs (tightfit serve, a fake upstream)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/tightfit-proxy/tests/sdk/requirements.txt
