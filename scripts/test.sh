@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check, as CI runs it: formatting, lints, then all tests (unit, integration, doc) with
 # every feature; then the Python package: build the wheel, install it into .venv, run pytest; then
-# the proxy through the real openai and anthropic SDKs.
+# the release wheel in a fresh venv without Rust (scripts/wheel_check.sh); then the proxy through
+# the real openai and anthropic SDKs.
 # Developers run the same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,11 @@ trap 'rm -rf "$wheels"' EXIT
 .venv/bin/maturin build --quiet --profile dev --interpreter .venv/bin/python \
   -m crates/tightfit-py/Cargo.toml --out "$wheels"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheels"/tightfit-*.whl
-.venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
+# TIGHTFIT_BIN: the Rust binary (built by cargo test above) the package's command is compared with
+TIGHTFIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit" .venv/bin/python -m pytest crates/tightfit-py/tests -q -p no:cacheprovider
+
+echo "== the wheel as users get it: size-first profile, a fresh venv without Rust, the command inside"
+TIGHTFIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit" scripts/wheel_check.sh .venv/bin/python
 
 echo "== the proxy through the real openai and anthropic SDKs (tightfit serve, a fake upstream)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/tightfit-proxy/tests/sdk/requirements.txt

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod cli;
 mod compat;
 mod compress;
 mod convert;
@@ -55,6 +56,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::answer_recall_arguments, m)?)?;
     m.add_class::<compat::autogen::PyAutogenContext>()?;
     m.add_class::<compat::autogen::PyAutogenHistory>()?;
+    m.add_function(wrap_pyfunction!(cli::cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(count::count, m)?)?;
     m.add_function(wrap_pyfunction!(counter::calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(counter::set_llama3_search_path, m)?)?;

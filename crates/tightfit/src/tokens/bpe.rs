@@ -1,4 +1,5 @@
-//! Exact OpenAI tokenizers: o200k_base and cl100k_base, embedded in the binary.
+//! Exact OpenAI tokenizers: o200k_base and cl100k_base, embedded in the binary (their tables
+//! are built once per process: see `openai_tables`).
 //!
 //! Backed by the `bpe-openai` crate (GitHub's rust-gems), which gives the same tokens as
 //! tiktoken and measured about 1.6× faster than tiktoken-rs here; its `count_till_limit`
@@ -74,11 +75,9 @@ pub enum OpenAiEncoding {
 }
 
 impl OpenAiEncoding {
-    fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
-        match self {
-            OpenAiEncoding::O200kBase => bpe_openai::o200k_base(),
-            OpenAiEncoding::Cl100kBase => bpe_openai::cl100k_base(),
-        }
+    /// The encoding's tokenizer, built on first use (see `openai_tables` for what that costs).
+    pub(crate) fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
+        super::openai_tables::tokenizer(self)
     }
 
     /// The length in bytes of the longest token of the vocabulary (worked out once).

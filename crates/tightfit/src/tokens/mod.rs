@@ -20,6 +20,7 @@ mod estimate;
 mod hf;
 pub mod image;
 mod open;
+mod openai_tables;
 mod schema;
 mod templates;
 

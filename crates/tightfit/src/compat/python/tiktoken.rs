@@ -137,10 +137,7 @@ pub fn disallowed_special(encoding: OpenAiEncoding, text: &str) -> Option<&'stat
 }
 
 fn tokenizer(encoding: OpenAiEncoding) -> &'static bpe_openai::Tokenizer {
-    match encoding {
-        OpenAiEncoding::O200kBase => bpe_openai::o200k_base(),
-        OpenAiEncoding::Cl100kBase => bpe_openai::cl100k_base(),
-    }
+    encoding.tokenizer()
 }
 
 /// `decode(encode(text)[:n])` with Python's slice semantics: `n >= 0` keeps the first `n`

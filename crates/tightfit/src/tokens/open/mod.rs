@@ -27,8 +27,11 @@ use std::sync::{Arc, OnceLock};
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::bpe::{count_piece, with_piece_cache, PieceCache, CACHED_PIECE_LEN};
+use super::openai_tables::OPENAI_HASH_FACTOR;
 use super::{TokenCounter, TokenizerError};
 use split::DeepSeekSplitter;
+
+pub(super) use vocab::read_compact_gz;
 
 pub use llama::{llama3, llama3_candidates, set_llama3_search_path, LLAMA3_NOT_FOUND};
 
@@ -129,7 +132,6 @@ const QWEN_ADDED: &[&str] = &[
 /// Hash factors under which no two tokens of a family share a hash in the `bpe` crate's table
 /// (found with `bpe::byte_pair_encoding::find_hash_factor_for_dictionary`; a test builds every
 /// embedded family with its factor).
-const OPENAI_HASH_FACTOR: u64 = 17_846_336_922_010_275_747;
 const LLAMA3_HASH_FACTOR: u64 = 1_050_247_186_594_202_341;
 const DEEPSEEK_HASH_FACTOR: u64 = 4_251_383_202_586_726_350;
 

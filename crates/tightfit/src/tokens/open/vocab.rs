@@ -13,7 +13,7 @@ pub(super) type Tokens = Vec<Vec<u8>>;
 
 /// The tokens of an embedded `*.tokens.gz` file (see `scripts/gen_vocabularies.py`): gzip of
 /// one length byte and the bytes of each token. Costs a few milliseconds per 150,000 tokens.
-pub(super) fn read_compact_gz(gz: &[u8]) -> Tokens {
+pub(in crate::tokens) fn read_compact_gz(gz: &[u8]) -> Tokens {
     let mut raw = Vec::with_capacity(gz.len() * 2);
     flate2::read::GzDecoder::new(gz).read_to_end(&mut raw).expect("an embedded vocabulary is valid gzip");
     let mut tokens = Vec::with_capacity(raw.len() / 7);
