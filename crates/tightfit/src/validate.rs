@@ -514,13 +514,23 @@ fn lone_reasoning(messages: &[&Message], out: &mut Vec<Violation>) {
 /// Where a note written by tightfit (a placeholder, a trace, a summary: user text) may go so
 /// as to stand at `position`: there, unless that is inside Anthropic's current tool turn, where
 /// user text would end the turn (and the assistant message after it would need the thinking
-/// it does not have): then just before the turn's first assistant message.
+/// it does not have): then just before the turn's first assistant message; or, for OpenAI
+/// Responses, right after a reasoning item (which must be followed by what it produced): then
+/// before the reasoning.
 pub(crate) fn note_position<M: Borrow<Message>>(messages: &[M], position: usize, provider: Format) -> usize {
-    if provider != Format::Anthropic {
-        return position;
-    }
-    match current_tool_turn(messages) {
-        Some(first) if position > first => first,
+    match provider {
+        // never between a reasoning item and the item it produced: before the reasoning
+        Format::Responses => {
+            let mut position = position.min(messages.len());
+            while position > 0 && is_reasoning_item(messages[position - 1].borrow()) {
+                position -= 1;
+            }
+            position
+        }
+        Format::Anthropic => match current_tool_turn(messages) {
+            Some(first) if position > first => first,
+            _ => position,
+        },
         _ => position,
     }
 }

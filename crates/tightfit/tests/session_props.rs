@@ -216,3 +216,67 @@ fn the_turns_follow_the_operations() {
         ]
     );
 }
+
+/// A case proptest found: a Responses turn whose tool output lost its call (the caller removed
+/// it) keeps its reasoning item before an assistant message; the placeholder of the offloaded
+/// output must not go between them (the API rejects a reasoning item not followed by what it
+/// produced).
+#[test]
+fn an_offload_placeholder_never_separates_a_reasoning_item_from_its_message() {
+    let document = serde_json::json!({
+        "model": "gpt-b02.-.-ww-zn38v.",
+        "input": [
+            {"type": "reasoning", "id": "rs_0", "summary": [{"type": "summary_text", "text": "think 0"}]},
+            {"type": "function_call", "call_id": "call_000x0", "name": "a", "arguments": "null"},
+            {"type": "function_call_output", "call_id": "call_000x0", "output": ""},
+            {"role": "assistant", "content": "مرحبا بالعالم"},
+            {"content": [
+                {"type": "Text", "cfnsio": []},
+                {"type": "input_text", "text": "%\u{d57}u\u{fffd}΅ஜ\u{61a}Ѩ'ⶤ:"},
+                {"type": "input_image", "image_url": "https://example.com/17o9u7i.pdf", "detail": "high"}
+            ], "role": "tool_calls"},
+            {"type": "function_call", "call_id": "legacy_call_0", "name": "<|endoftext|>",
+             "arguments": "[[70617.15154502126],7.243911225287041e-227]"},
+            {"type": "function_call_output", "call_id": "legacy_call_0", "output": "'9c.Lt,?ZpOG'??o!K3'N?8-.0Tr5,Rfy."}
+        ],
+        "tools": [{"type": "function", "name": "j_sdg____", "description": "\t"}],
+        "stream": true
+    });
+    use Op::*;
+    let ops = vec![
+        Append,
+        Append,
+        Append,
+        Remove(9142609318064413381),
+        Append,
+        Append,
+        Append,
+        Remove(4070661103389912679),
+        Append,
+        Remove(11500536752222020814),
+        Append,
+        Append,
+        Append,
+        Append,
+        Branch(1503603744375758790),
+        Edit(10647345425558413729),
+        Remove(8491872403803572390),
+        Append,
+        Remove(877304800396862667),
+        Append,
+        Remove(17663719092157134601),
+    ];
+    let counter = ChatCounter::openai(OpenAiEncoding::O200kBase);
+    let whole = format::parse_value(document, FormatHint::Auto).unwrap();
+    let total = counter.count(&whole.messages, whole.tools.as_deref()).total;
+    let target = Target::budget(((total as f64 * 0.5583872531265038) as usize).max(1), counter);
+    let session = Session::new(target, Policy::cache(), Arc::new(MemoryStore::new()));
+    for (turn, append) in turns(&whole, &ops) {
+        let got = outcome(&session, &turn);
+        match got {
+            Ok(_) | Err(SessionError::Fit(FitError::CannotFit { .. })) => {}
+            Err(SessionError::Fit(FitError::Invalid { .. })) if stateless_is_invalid(&session, &turn) => {}
+            Err(e) => panic!("{} messages, append {append}: {e}\n{:#?}", turn.messages.len(), turn.messages),
+        }
+    }
+}

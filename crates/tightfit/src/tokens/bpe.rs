@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use super::openai_tables::OpenAiEncoding;
 use super::TokenCounter;
 
 /// Pieces up to this many bytes are cached (words, numbers, punctuation runs: most pieces).
@@ -62,16 +63,6 @@ pub(super) fn count_piece(
     }
     cache.insert(piece.into(), count as u32);
     count
-}
-
-/// An OpenAI BPE encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum OpenAiEncoding {
-    /// GPT-4o, GPT-4.1, GPT-5, o-series.
-    O200kBase,
-    /// GPT-4, GPT-3.5-turbo, text-embedding-3.
-    Cl100kBase,
 }
 
 impl OpenAiEncoding {

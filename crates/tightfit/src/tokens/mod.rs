@@ -24,7 +24,6 @@ mod openai_tables;
 mod schema;
 mod templates;
 
-pub use bpe::OpenAiEncoding;
 pub use cache::{message_fingerprint, CountCache, RunningCount};
 pub use chat::{ChatCounter, Count, Framing, DEFAULT_FILE_TOKENS};
 pub use estimate::{Calibrated, Estimate};
@@ -34,6 +33,7 @@ pub use open::{
     llama3, llama3_candidates, recognize_file, set_llama3_search_path, OpenFamily, OpenTokenizer,
     LLAMA3_NOT_FOUND,
 };
+pub use openai_tables::OpenAiEncoding;
 
 /// Counts the tokens of a text for one tokenizer.
 ///

@@ -11,7 +11,15 @@
 //! Both give the same tables: the same token lists in the same order, the same hash factor and
 //! the same pre-tokenizer patterns (a test compares them token by token with the feature on).
 
-use super::bpe::OpenAiEncoding;
+/// An OpenAI BPE encoding (its counting is in `bpe`; here, its tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpenAiEncoding {
+    /// GPT-4o, GPT-4.1, GPT-5, o-series.
+    O200kBase,
+    /// GPT-4, GPT-3.5-turbo, text-embedding-3.
+    Cl100kBase,
+}
 
 /// The tokenizer of `encoding`, built on first use.
 pub(super) fn tokenizer(encoding: OpenAiEncoding) -> &'static bpe_openai::Tokenizer {
