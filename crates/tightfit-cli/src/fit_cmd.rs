@@ -15,7 +15,7 @@ use tightfit::models::{ModelInfo, Registry};
 use tightfit::pipeline::Pipeline;
 use tightfit::store::Store;
 use tightfit::summary::Summarizer;
-use tightfit::tokens::{ChatCounter, OpenAiEncoding};
+use tightfit::tokens::ChatCounter;
 use tightfit::{Plan, Report};
 
 use crate::count_cmd::thousands;
@@ -270,7 +270,7 @@ impl Fitting {
                 }
                 Target::for_model(model, request.and_then(|r| r.reserved_output()))
             }
-            (None, Some(budget)) => Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase)),
+            (None, Some(budget)) => Target::bare_budget(budget),
             (None, None) => anyhow::bail!(
                 "no model and no budget: pass --model (its window gives the budget), give a request \
                  body with `model`, or pass --budget (counted with o200k_base unless --tokenizer names \

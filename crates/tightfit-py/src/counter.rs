@@ -35,7 +35,7 @@ pub(crate) fn counter(
     let counter = match (tokenizer, model) {
         (Some(path), _) => file_counter(path)?,
         (None, Some(model)) => ChatCounter::for_family(model.tokenizer),
-        (None, None) => ChatCounter::openai(tightfit::tokens::OpenAiEncoding::O200kBase),
+        (None, None) => tightfit::fit::Target::bare_budget(0).counter,
     };
     match calibration {
         Some(factor) => counter.scaled_by(factor).map_err(|e| config("calibration", e.to_string())),

@@ -11,7 +11,6 @@ use pyo3::prelude::*;
 use tightfit::fit::Target;
 use tightfit::models::{ModelInfo, Registry};
 use tightfit::steps::ConfigError;
-use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 
 use crate::args;
 use crate::errors::Failure;
@@ -70,7 +69,7 @@ pub(crate) fn target(model: Option<&ModelInfo>, limits: &Limits<'_>) -> Result<T
             }
             Target::for_model(model, limits.reserve_output)
         }
-        (None, Some(budget)) => Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase)),
+        (None, Some(budget)) => Target::bare_budget(budget),
         (None, None) => {
             return Err(Failure::Config(ConfigError::new(
                 "model",

@@ -14,7 +14,13 @@ from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.run_config import CallModelData, ModelInputData
 from agents.usage import Usage
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 import tightfit
 from integrations_support import README_BUDGET, check_request, extends, readme_example, tool_output, transcript
@@ -55,8 +61,15 @@ class FakeModel(Model):
             output = [ResponseFunctionToolCall(type="function_call", call_id=f"c{n}", name="bash", arguments=f'{{"command": "make {n}"}}')]
         return ModelResponse(output=output, usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("the tests do not stream")
+    async def stream_response(self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any) -> Any:
+        """The same script as one `response.completed` event: what a streamed run reads its
+        items from."""
+        answer = await self.get_response(system_instructions, input, *args, **kwargs)
+        response = Response(
+            id="resp_fake", created_at=0, model="fake", object="response", output=answer.output,
+            parallel_tool_calls=False, tool_choice="auto", tools=[],
+        )
+        yield ResponseCompletedEvent(type="response.completed", sequence_number=0, response=response)
 
 
 def as_items(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
@@ -113,6 +126,26 @@ def test_calls_extend_each_other_and_the_session_keeps_every_item() -> None:
     assert sum(extends(b, a) for a, b in zip(requests, requests[1:])) >= len(requests) - 1 - 3
     stored = asyncio.run(session.get_items())
     assert len(stored) == len(history) + 1 + 12 * 2 + 1  # + the prompt, 12 calls and outputs, the answer
+
+
+def test_a_streamed_run_is_fitted_too() -> None:
+    model = FakeModel(4)
+    system, history = as_items(transcript())
+    agent = Agent(name="fixer", instructions=system, model=model, tools=[bash])
+    config = RunConfig(call_model_input_filter=TightfitInputFilter("gpt-4o", budget=8_000))
+
+    async def run() -> Any:
+        streamed = Runner.run_streamed(agent, history, run_config=config, max_turns=10)
+        async for _ in streamed.stream_events():
+            pass
+        return streamed
+
+    streamed = asyncio.run(run())
+    assert streamed.final_output == "All tests pass."
+    assert len(model.requests) == 5
+    for request in model.requests:
+        check(request, 8_000)
+    assert len(model.requests[0]) < len(history)  # the 26k-token history was cut
 
 
 def test_a_short_input_is_passed_on_as_the_sdks_own_items() -> None:

@@ -86,6 +86,13 @@ impl Target {
         Target { counter, budget, window: None, provider: None }
     }
 
+    /// A budget given without a model (there is no default model): counted with
+    /// `o200k_base`, OpenAI's current tokenizer, the same in every face (the CLI's `--budget`,
+    /// Python's `budget=`), and the report's `counter` says so.
+    pub fn bare_budget(budget: usize) -> Target {
+        Target::budget(budget, ChatCounter::openai(crate::tokens::OpenAiEncoding::O200kBase))
+    }
+
     /// Refuses a `budget` past `model`'s input limit, which the provider would reject (a
     /// history fitted to it is not fitted at all), unless the caller says it means it:
     /// `allow_over_window` (a model served with a larger window than the registry knows).

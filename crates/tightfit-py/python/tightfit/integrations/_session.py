@@ -22,7 +22,8 @@ def new_session(
 ) -> tightfit.Session:
     """The session ``owner`` (the integration's class, for error messages) fits with. The
     session checks its own arguments (``tightfit.ConfigError`` / ``TypeError`` naming them);
-    the model is checked here because a missing one would otherwise fall back to a default."""
+    the model is checked here: an integration counts for its model's window and tokenizer, so it
+    takes no bare budget (which ``tightfit.Session`` would count with ``o200k_base``)."""
     if not isinstance(model, str) or not model:
         raise TypeError(f"{owner}: model: expected a model name such as 'gpt-4o', found {model!r}")
     return tightfit.Session(model, budget=budget, policy=policy, store=store, **options)
