@@ -224,6 +224,11 @@ enum Command {
         /// The last request has at most this many messages.
         #[arg(long)]
         to: Option<usize>,
+        /// Where turns end: `message` appends one message per turn (the results of one step
+        /// together), the agent loop the sessions issue measures; `request` only where a
+        /// caller asks the model (after the user's or the tools' messages).
+        #[arg(long, value_enum, default_value_t = TurnsArg::Message)]
+        turns: TurnsArg,
         /// One JSON object instead of the table.
         #[arg(long)]
         json: bool,
@@ -380,6 +385,15 @@ enum SummarizerApiArg {
     Anthropic,
 }
 
+/// `simulate --turns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TurnsArg {
+    /// One message per turn (the results of one step together).
+    Message,
+    /// Only where a caller asks the model.
+    Request,
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum FormatArg {
@@ -529,6 +543,7 @@ fn dispatch(cli: Cli) -> u8 {
             line,
             from,
             to,
+            turns,
             json,
             svg,
             format,
@@ -543,6 +558,7 @@ fn dispatch(cli: Cli) -> u8 {
                 line,
                 from,
                 to,
+                by_request: turns == TurnsArg::Request,
                 json,
                 svg,
                 hint: format.hint(),

@@ -9,7 +9,7 @@ use tightfit::fit::Target;
 use tightfit::format::{Conversation, FormatHint};
 use tightfit::models::Registry;
 use tightfit::simulate::{self, PolicyRow, PolicySpec, Pricing, Stream};
-use tightfit::units::turn_ends;
+use tightfit::units::{message_ends, turn_ends};
 
 use crate::count_cmd;
 use crate::input;
@@ -32,6 +32,9 @@ pub struct Options {
     pub from: usize,
     /// `--to`: the last request has at most this many messages.
     pub to: Option<usize>,
+    /// `--turns request`: turns end only where a caller asks the model, instead of after
+    /// every message.
+    pub by_request: bool,
     /// `--json`.
     pub json: bool,
     /// `--svg`.
@@ -162,7 +165,12 @@ fn streams(conversations: Vec<Conversation>, options: &Options) -> Vec<Stream> {
     conversations
         .into_iter()
         .map(|conversation| {
-            let ends = turn_ends(&conversation.messages)
+            let ends = if options.by_request {
+                turn_ends(&conversation.messages)
+            } else {
+                message_ends(&conversation.messages)
+            };
+            let ends = ends
                 .into_iter()
                 .filter(|&e| e >= options.from && options.to.is_none_or(|to| e <= to))
                 .collect();

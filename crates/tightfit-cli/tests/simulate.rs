@@ -130,3 +130,27 @@ fn a_trace_folded_into_a_neighbouring_anthropic_turn_still_counts_as_a_trace() {
     assert_eq!(session["removed_without_trace"], 0, "{session}");
     assert_eq!((session["over_budget"].as_u64(), session["invalid"].as_u64()), (Some(0), Some(0)));
 }
+
+#[test]
+fn turns_append_one_message_each_or_end_only_where_the_model_is_asked() {
+    let file = shared("data/agent_mini_swe_deepseek.jsonl");
+    let first: Value =
+        serde_json::from_str(std::fs::read_to_string(&file).unwrap().lines().next().unwrap()).unwrap();
+    let messages = first["messages"].as_array().unwrap();
+    let asked = messages.iter().filter(|m| m["role"] != "assistant").count();
+    let turns = |by: &[&str]| {
+        let mut args = vec!["simulate", file.to_str().unwrap(), "--line", "1", "--model", "gpt-4o"];
+        args.extend(["--budget", "6000", "--policy", "session:cache", "--json"]);
+        args.extend(by);
+        let output = tightfit(&args, None);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let session = row(&report, "session:cache").clone();
+        // a turn that ends on the assistant's call is sent with the call answered: valid
+        assert_eq!((session["over_budget"].as_u64(), session["invalid"].as_u64()), (Some(0), Some(0)));
+        report["turns"].as_u64().unwrap() as usize
+    };
+    // mini-swe makes one call a step: every message is a turn of its own
+    assert_eq!(turns(&[]), messages.len());
+    assert_eq!(turns(&["--turns", "request"]), asked);
+}

@@ -31,7 +31,8 @@ pub const OPENAI_STEP: usize = 128;
 pub enum CacheRule {
     /// The longest shared prefix, 1,024 tokens at least, in 128-token steps; no write fee.
     AutomaticPrefix,
-    /// Anthropic's breakpoints: the previous request's end and the system prompt's end.
+    /// Anthropic's breakpoints: each request's end (automatic caching: an entry written there,
+    /// read by a later request that extends it) and the system prompt's end.
     Breakpoints,
 }
 
@@ -124,8 +125,8 @@ impl Pricing {
                 (read, 0)
             }
             CacheRule::Breakpoints => {
-                let read = if request.previous >= MIN_CACHED && request.prefix >= request.previous {
-                    request.previous
+                let read = if request.entry >= MIN_CACHED {
+                    request.entry
                 } else if request.system >= MIN_CACHED && request.prefix >= request.system {
                     request.system
                 } else {
@@ -156,7 +157,14 @@ pub struct Shared {
     /// The tokens of the tools and system prompt, when both requests have them alike (the
     /// second breakpoint of the Anthropic rule).
     pub system: usize,
+    /// Anthropic: the tokens of the longest earlier request this one extends whole — a cache
+    /// entry written at that request's end, read when its end lies within the
+    /// [`LOOKBACK_BLOCKS`] before this request's end (0 when none does).
+    pub entry: usize,
 }
+
+/// How many content blocks before a breakpoint Anthropic looks for an earlier cache entry.
+pub const LOOKBACK_BLOCKS: usize = 20;
 
 /// What one request costs.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -180,9 +188,9 @@ mod tests {
     #[test]
     fn openai_reads_the_shared_prefix_in_128_token_steps_past_1024() {
         let p = pricing(CacheRule::AutomaticPrefix);
-        let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 4900, system: 0 });
+        let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 4900, system: 0, entry: 0 });
         assert_eq!(bill.read, 1024 + 3840); // 4900 - 1024 = 3876 -> 30 steps of 128
-        let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 1000, system: 0 });
+        let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 1000, system: 0, entry: 0 });
         assert_eq!(bill.read, 0);
         assert!((bill.dollars - 5000.0 * 3.0 / 1e6).abs() < 1e-12);
     }
@@ -207,16 +215,20 @@ mod tests {
     #[test]
     fn anthropic_reads_at_breakpoints_and_bills_writes() {
         let p = pricing(CacheRule::Breakpoints);
-        // extends the previous request: reads it whole, writes the new part
-        let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 4900, system: 2000 });
+        // extends an earlier request: reads its entry whole, writes the new part
+        let bill = p.bill(&Shared { tokens: 5000, previous: 4900, prefix: 4900, system: 2000, entry: 4900 });
         assert_eq!((bill.read, bill.written), (4900, 100));
         let expected = (100.0 * 3.0 + 4900.0 * 0.3 + 100.0 * 0.75) / 1e6;
         assert!((bill.dollars - expected).abs() < 1e-12);
+        // the previous request changed at its end (no entry ends where this one agrees), but
+        // the one before it is extended: its entry is read
+        let bill = p.bill(&Shared { tokens: 5000, previous: 4950, prefix: 4920, system: 2000, entry: 4400 });
+        assert_eq!((bill.read, bill.written), (4400, 600));
         // a cut in the middle: only the system prompt's breakpoint still matches
-        let bill = p.bill(&Shared { tokens: 3000, previous: 4900, prefix: 2500, system: 2000 });
+        let bill = p.bill(&Shared { tokens: 3000, previous: 4900, prefix: 2500, system: 2000, entry: 0 });
         assert_eq!((bill.read, bill.written), (2000, 1000));
         // too short to cache
-        let bill = p.bill(&Shared { tokens: 900, previous: 800, prefix: 800, system: 100 });
+        let bill = p.bill(&Shared { tokens: 900, previous: 800, prefix: 800, system: 100, entry: 800 });
         assert_eq!((bill.read, bill.written), (0, 0));
     }
 }

@@ -194,6 +194,28 @@ pub(crate) fn response_end(messages: &[&Message], start: usize) -> usize {
     end
 }
 
+/// Where the turns of the sessions issue's agent loop end: one message appended per turn (the
+/// loop the issue measures: a 1,000 → 1,500-message stream is 500 turns), except that the
+/// results of one step come together, and so do the items of one Responses reply (its
+/// reasoning, message and calls). A turn may thus end on the assistant's call before its
+/// results: such a request is not valid as it stands, and a policy has to make it so (a
+/// session's repair does; a peer that sends it is counted invalid). [`turn_ends`] is the
+/// sparser loop of requests a caller sends to the model. O(messages).
+pub fn message_ends<M: Borrow<Message>>(messages: &[M]) -> Vec<usize> {
+    (1..=messages.len())
+        .filter(|&k| {
+            k == messages.len() || {
+                let (last, next) = (messages[k - 1].borrow(), messages[k].borrow());
+                let results_of_one_step = last.is_tool_result() && next.is_tool_result();
+                let one_reply = last.role == Role::Assistant
+                    && next.role == Role::Assistant
+                    && (last.is_response_item() || next.is_response_item());
+                !results_of_one_step && !one_reply
+            }
+        })
+        .collect()
+}
+
 /// Where the turns of an agent loop end: the prefix lengths at which a caller sends a request
 /// — after each message that is not the assistant's (the model answers the request), and
 /// never between a call and its results (the results of a step come together). O(messages).
@@ -226,5 +248,40 @@ mod tests {
         .unwrap()
         .messages;
         assert_eq!(turn_ends(&messages), vec![1, 4]);
+    }
+
+    #[test]
+    fn a_message_turn_appends_one_message_but_a_step_s_results_together() {
+        let messages = parse_str(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": "thinking aloud"},
+                {"role": "user", "content": "and?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "1"},
+                {"role": "tool", "tool_call_id": "b", "content": "2"},
+                {"role": "assistant", "content": "done"}]"#,
+            FormatHint::Auto,
+        )
+        .unwrap()
+        .messages;
+        assert_eq!(message_ends(&messages), vec![1, 2, 3, 4, 6, 7]);
+    }
+
+    #[test]
+    fn a_message_turn_keeps_a_responses_reply_whole() {
+        let messages = parse_str(
+            r#"[{"type": "message", "role": "user", "content": "go"},
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "1"},
+                {"type": "reasoning", "id": "rs_2", "summary": []},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}]"#,
+            FormatHint::Auto,
+        )
+        .unwrap()
+        .messages;
+        assert_eq!(message_ends(&messages), vec![1, 3, 4, 6]);
     }
 }

@@ -9,8 +9,9 @@ use tightfit::format::{messages_to_value, parse_str, Conversation, Format, Forma
 use tightfit::message::Message;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
+use tightfit::repair::ABORTED_RESULT;
 use tightfit::session::{MemoryStore, Policy, Session, SessionError, Settings, Store, StoreErrorKind};
-use tightfit::units::turn_ends;
+use tightfit::units::{message_ends, turn_ends};
 use tightfit::validate::validate;
 use tightfit::Target;
 
@@ -115,6 +116,57 @@ fn agent_runs_grow_turn_by_turn_with_few_compactions() {
         // each compaction cuts to 60% of the budget, so a turn compacts only when 40% of the
         // budget arrived since the last one
         assert!(compactions * 5 <= turns, "{file}: {compactions} compactions in {turns} turns");
+    }
+}
+
+/// One message a turn, so that some turns end on the assistant's call before its results:
+/// such a turn is sent with the call answered by a synthetic result, and the next turn, with
+/// the real result in its place, still extends it (a compaction on such a turn does not
+/// freeze the synthetic result, which would be sent beside the real one and force a second
+/// compaction).
+#[test]
+fn turns_that_end_on_a_call_are_answered_for_that_turn_only() {
+    for (file, model, budget) in [
+        ("data/agent_mini_swe_deepseek.jsonl", "gpt-4o", 8_000),
+        ("data2/agent_claude_code_sessions_anthropic.jsonl", "claude-sonnet-4-5", 6_000),
+        ("data/agent_tau_bench_airline_gpt4o.jsonl", "gpt-4o", 4_000),
+    ] {
+        let (mut on_a_call, mut compacted_on_a_call) = (0, 0);
+        for conversation in conversations(file, 3) {
+            let session = Session::new(target(model, budget), Policy::cache(), Arc::new(MemoryStore::new()));
+            let provider = session.target().provider.unwrap_or(conversation.format);
+            let mut previous: Option<(Vec<String>, bool, bool)> = None;
+            for end in message_ends(&conversation.messages) {
+                let turn = prefix(&conversation, end);
+                let fitted = session.fit(&turn).unwrap();
+                assert!(fitted.report.compressed_token_count <= budget);
+                assert_eq!(validate(&fitted.messages, provider), vec![], "{file}: turn at {end} is valid");
+                let compacted = fitted.report.session.as_ref().unwrap().compacted;
+                let ends_on_a_call = turn.messages[end - 1].tool_calls().next().is_some();
+                let sent = wire(&fitted.messages, turn.format);
+                if let Some((before, was_compacted, was_on_a_call)) = &previous {
+                    assert!(!(compacted && *was_compacted), "{file}: two compactions in a row at {end}");
+                    if *was_on_a_call && !compacted {
+                        // the previous request without the synthetic result it ended with
+                        // (none when its compaction removed the call)
+                        let kept = before.iter().take_while(|m| !m.contains(ABORTED_RESULT)).count();
+                        assert_eq!(
+                            sent[..kept],
+                            before[..kept],
+                            "{file}: turn at {end} extends the one before"
+                        );
+                        assert!(!sent.iter().any(|m| m.contains(ABORTED_RESULT)), "{file}: at {end}");
+                        compacted_on_a_call += usize::from(*was_compacted);
+                    }
+                }
+                on_a_call += usize::from(ends_on_a_call);
+                previous = Some((sent, compacted, ends_on_a_call));
+            }
+        }
+        assert!(on_a_call > 10, "{file}: {on_a_call} turns end on a call");
+        if file.contains("mini_swe") {
+            assert!(compacted_on_a_call > 0, "{file}: some compaction falls on a turn that ends on a call");
+        }
     }
 }
 

@@ -65,7 +65,18 @@ impl Decision {
 
     /// The decision of a compaction's output: `fingerprints` of its whole input, and the
     /// fitted messages with the plan saying where each came from.
-    pub(crate) fn of_compaction(epoch: u64, fingerprints: Vec<u128>, fitted: &Fitted<'_>) -> Decision {
+    ///
+    /// A step at the input's end whose calls have no results yet (a turn sent on the
+    /// assistant's call) is not covered: the repair pass answered those calls for this turn
+    /// only, and the next turn brings their results. Frozen, its synthetic results would be
+    /// sent again beside the real ones; uncovered, the step comes as it came, answered by the
+    /// repair pass while its results are missing.
+    pub(crate) fn of_compaction(
+        epoch: u64,
+        mut fingerprints: Vec<u128>,
+        fitted: &Fitted<'_>,
+        open_step: Option<usize>,
+    ) -> Decision {
         // how the plan says each input message's unit was changed
         let mut kinds = vec![ChangeKind::Rewritten; fingerprints.len()];
         for unit in &fitted.plan.units {
@@ -96,7 +107,15 @@ impl Decision {
                     detail: format!("written at the compaction of epoch {epoch}"),
                 },
             })
-            .collect();
+            .collect::<Vec<Entry>>();
+        let mut entries = entries;
+        if let Some(open) = open_step.filter(|&open| open < fingerprints.len()) {
+            let first_open = entries
+                .iter()
+                .position(|e| matches!(e, Entry::Keep(i) | Entry::Replace { input: i, .. } if *i >= open));
+            entries.truncate(first_open.unwrap_or(entries.len()));
+            fingerprints.truncate(open);
+        }
         Decision { epoch, tokens: Some(fitted.report.compressed_token_count), fingerprints, entries }
     }
 

@@ -62,7 +62,7 @@ use crate::report::SessionInfo;
 use crate::steps::{ConfigError, SummaryTrace, Trace, DEFAULT_SUMMARY_TOKENS};
 use crate::summary::Summarizer;
 use crate::tokens::message_fingerprint;
-use crate::units::turn_ends;
+use crate::units::{turn_ends, units, UnitKind};
 
 /// The marks of a session's epochs, as shares of the budget.
 #[derive(Debug, Clone, PartialEq)]
@@ -402,7 +402,11 @@ impl Session {
                 e => SessionError::Fit(e),
             })?;
         let epoch = decision.epoch + 1;
-        let decided = Arc::new(Decision::of_compaction(epoch, fingerprints, &fitted));
+        let open_step = units(&conversation.messages)
+            .last()
+            .filter(|u| u.kind == UnitKind::AssistantStep && !u.unanswered_calls.is_empty())
+            .map(|u| u.messages.start);
+        let decided = Arc::new(Decision::of_compaction(epoch, fingerprints, &fitted, open_step));
         let provider = self.target.provider.unwrap_or(conversation.format);
         let checkpoint = decided.to_checkpoint(provider);
         self.store.save(&key, &checkpoint)?;

@@ -167,6 +167,10 @@ pub fn run(
         Conversation { messages: Vec::with_capacity(conversation.messages.len()), ..conversation.clone() };
     let mut previous: Vec<u128> = Vec::new();
     let mut previous_tokens = 0;
+    // Anthropic's cache entries (automatic caching: one at each request's end), by the chained
+    // hash of the messages before it, with the tokens they cover. Turns are taken to come
+    // within the entries' lifetime.
+    let mut entries: HashMap<u128, usize> = HashMap::new();
     let mut previous_last: Option<Message> = None;
     let mut row = PolicyRow {
         policy: policy.name(),
@@ -245,7 +249,9 @@ pub fn run(
         } else {
             0
         };
-        let bill = pricing.bill(&Shared { tokens, previous: previous_tokens, prefix, system });
+        let chained = chain_hashes(&sent);
+        let entry = longest_entry(&entries, &chained, &request.messages);
+        let bill = pricing.bill(&Shared { tokens, previous: previous_tokens, prefix, system, entry });
         if !previous.is_empty() && same < previous.len() {
             row.cuts += 1;
         }
@@ -275,6 +281,9 @@ pub fn run(
         // what a later request can share of this one: all but the reply priming, which ends a
         // request and is not part of its prefix (a breakpoint sits on the last message)
         previous_tokens = tokens.saturating_sub(counter.priming_tokens());
+        if let Some(end) = chained.last() {
+            entries.insert(*end, previous_tokens);
+        }
     }
     if row.turns > 0 {
         let turns = row.turns as f64;
@@ -286,6 +295,37 @@ pub fn run(
         row.micros_per_turn = micros / (row.turns + row.failed) as f64;
     }
     Ok(row)
+}
+
+/// Each prefix of a request by one hash: `chained[i]` stands for messages `0..=i`.
+fn chain_hashes(sent: &[u128]) -> Vec<u128> {
+    let mut chained = Vec::with_capacity(sent.len());
+    let mut running = 0u128;
+    for fingerprint in sent {
+        let mut bytes = [0u8; 32];
+        bytes[..16].copy_from_slice(&running.to_le_bytes());
+        bytes[16..].copy_from_slice(&fingerprint.to_le_bytes());
+        running = xxhash_rust::xxh3::xxh3_128(&bytes);
+        chained.push(running);
+    }
+    chained
+}
+
+/// The tokens of the longest earlier request this one extends whole, its end found by looking
+/// back from this request's end through at most [`bill::LOOKBACK_BLOCKS`] content blocks (a
+/// message's parts; one for a message of plain text); 0 when none is.
+fn longest_entry(entries: &HashMap<u128, usize>, chained: &[u128], messages: &[Cow<'_, Message>]) -> usize {
+    let mut blocks = 0;
+    for at in (0..chained.len()).rev() {
+        if let Some(&tokens) = entries.get(&chained[at]) {
+            return tokens;
+        }
+        blocks += messages.get(at).map_or(1, |m| m.parts.len().max(1));
+        if blocks > bill::LOOKBACK_BLOCKS {
+            break;
+        }
+    }
+    0
 }
 
 /// The tokens of the longest common start of two messages' rendered text (the previous
@@ -309,7 +349,7 @@ mod tests {
     use super::*;
     use crate::format::{parse_str, FormatHint};
     use crate::tokens::{ChatCounter, OpenAiEncoding};
-    use crate::units::turn_ends;
+    use crate::units::{message_ends, turn_ends};
 
     fn chat(n: usize) -> Conversation {
         let mut messages = vec![serde_json::json!({"role": "system", "content": "be brief"})];
@@ -356,5 +396,41 @@ mod tests {
         assert!(baseline.removed_without_trace > 0, "the baseline drops without a trace");
         assert!(session.prefix_reuse > 0.9, "{}", session.prefix_reuse);
         assert_eq!(session.compactions, Some(session.cuts));
+    }
+
+    /// An Anthropic agent run: each step a `tool_use` and its `tool_result`.
+    fn anthropic_agent(steps: usize) -> Conversation {
+        let mut messages = vec![
+            serde_json::json!({"role": "user", "content": format!("fix the bug {}", "word ".repeat(300))}),
+        ];
+        for i in 0..steps {
+            messages.push(serde_json::json!({"role": "assistant", "content": [
+                {"type": "text", "text": format!("looking at file {i}")},
+                {"type": "tool_use", "id": format!("toolu_{i}"), "name": "bash", "input": {"command": format!("cat f{i}.py")}}]}));
+            messages.push(serde_json::json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": format!("toolu_{i}"), "content": format!("line {i} {}", "code ".repeat(60))}]}));
+        }
+        parse_str(&serde_json::Value::Array(messages).to_string(), FormatHint::Auto).unwrap()
+    }
+
+    #[test]
+    fn under_anthropic_breakpoints_a_request_reads_the_longest_earlier_one_it_extends() {
+        // one message a turn: a turn ending on the call is sent with a synthetic result,
+        // which the next turn replaces by the real one; that turn still extends the request
+        // before, and reads it from the cache
+        let conversation = anthropic_agent(60);
+        assert_eq!(conversation.format, Format::Anthropic);
+        let stream = Stream { ends: message_ends(&conversation.messages), conversation };
+        let target = Target::budget(100_000, ChatCounter::openai(OpenAiEncoding::O200kBase));
+        let breakpoints =
+            Pricing { rule: CacheRule::Breakpoints, input: 3.0, cached_input: 0.3, cache_write: 3.75 };
+        let session =
+            run(&stream, &PolicySpec::Session("cache".into()), &target, &breakpoints, &mut || {}).unwrap();
+        assert_eq!(session.turns, 121);
+        assert_eq!((session.invalid, session.over_budget, session.failed), (0, 0, 0), "{session:?}");
+        assert!(session.cached_share > 0.85, "{}", session.cached_share);
+        // the whole prefix is not the rule's: a request the one before does not prefix whole
+        // reads less than its shared prefix
+        assert!(session.cached_share < session.prefix_reuse);
     }
 }
