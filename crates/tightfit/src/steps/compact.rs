@@ -183,8 +183,11 @@ impl Compact {
             }
             tail -= 1;
         }
-        // on the grid: the tail starts at the next multiple of `grid`
-        let tail = tail.div_ceil(self.grid).saturating_mul(self.grid).min(units.len());
+        // on the grid: the tail starts at the next multiple of `grid`, unless that would keep
+        // none of the newest units that fit (the newest step, the model's latest result, is
+        // what it needs most; off the grid, the cut is still a function of the history)
+        let aligned = tail.div_ceil(self.grid).saturating_mul(self.grid).min(units.len());
+        let tail = if aligned == units.len() { tail } else { aligned };
         let drop: Vec<bool> = (0..units.len()).map(|i| i >= head && i < tail && !protected[i]).collect();
         let first_removed = drop.iter().position(|d| *d)?;
         Some(Cut { drop, first_removed, head, tail })
@@ -196,7 +199,7 @@ mod tests {
     use super::*;
     use crate::format::Format;
     use crate::message::{Message, Role};
-    use crate::steps::test_support::{counter, run_in};
+    use crate::steps::test_support::{counter, openai, run_in};
     use crate::tokens::CountCache;
 
     /// system, then `n` user/assistant exchanges of `words` words each.
@@ -257,6 +260,50 @@ mod tests {
             step.apply(&mut history, &StepContext::new(Format::OpenAi).with_budget(500)).unwrap();
             assert!(history.total_tokens() <= 500);
         }
+    }
+
+    #[test]
+    fn the_newest_unit_stays_when_it_fits_even_off_the_grid() {
+        // an agent run: the task, then steps of a call and its result (the newest step is
+        // nobody's protected turn)
+        let mut json = vec![
+            serde_json::json!({"role": "system", "content": "You fix bugs."}),
+            serde_json::json!({"role": "user", "content": "fix it"}),
+        ];
+        for i in 0..50 {
+            let id = format!("call_{i}");
+            json.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "sh", "arguments": format!("{{\"cmd\": \"cat f{i}\"}}")}}]}));
+            json.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": "line ".repeat(10 + i % 7 * 9)}));
+        }
+        let input = openai(&serde_json::Value::Array(json).to_string());
+        let history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        let newest = history.units().len() - 1;
+        let mut off_the_grid = 0;
+        for grid in [2, 4, 7] {
+            let step = Compact { grid, trace: false, ..Compact::default() };
+            for budget in (300..1500).step_by(7) {
+                let Some(cut) = step.plan_cut(&history, budget) else { continue };
+                let head: usize = history.fixed_tokens()
+                    + history.units()[..cut.head]
+                        .iter()
+                        .map(|u| history.tokens_of(u.messages.clone()))
+                        .sum::<usize>();
+                let protected: usize = (cut.head..newest)
+                    .filter(|&i| !cut.drop[i])
+                    .map(|i| history.tokens_of(history.units()[i].messages.clone()))
+                    .sum();
+                let last = history.tokens_of(history.units()[newest].messages.clone());
+                if head + protected + last <= budget {
+                    assert!(
+                        !cut.drop[newest],
+                        "grid {grid}, budget {budget}: the newest unit fits and stays"
+                    );
+                }
+                off_the_grid += usize::from(cut.tail % grid != 0);
+            }
+        }
+        assert!(off_the_grid > 0, "some budgets keep a tail the grid alone would have dropped");
     }
 
     #[test]
