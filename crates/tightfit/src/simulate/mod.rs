@@ -56,7 +56,8 @@ pub struct PolicyRow {
     pub dollars: f64,
     /// Dollars per request.
     pub dollars_per_turn: f64,
-    /// Turns where the previous request was not a prefix of this one (a cut, a compaction).
+    /// Turns where the previous request, all but its last message, was not a prefix of this
+    /// one (a cut, a compaction; not a last message answered again).
     pub cuts: usize,
     /// Compactions the policy reported (sessions only).
     pub compactions: Option<usize>,
@@ -252,7 +253,9 @@ pub fn run(
         let chained = chain_hashes(&sent);
         let entry = longest_entry(&entries, &chained, &request.messages);
         let bill = pricing.bill(&Shared { tokens, previous: previous_tokens, prefix, system, entry });
-        if !previous.is_empty() && same < previous.len() {
+        // only the previous request's last message changed (a synthetic result for a call the
+        // turn ended on, replaced by the real one): no cut, the prefix before it stays
+        if !previous.is_empty() && same + 1 < previous.len() {
             row.cuts += 1;
         }
         if let Some(compacted) = request.compacted {
