@@ -78,9 +78,15 @@ enum Command {
     /// record (or stays as it came, --on-error keep); a closing line sums the file up.
     Fit {
         /// The conversation file, or `-` for standard input.
-        file: PathBuf,
+        #[arg(required_unless_present = "print_config")]
+        file: Option<PathBuf>,
         #[command(flatten)]
         fitting: FitArgs,
+        /// Print the pipeline (--preset, --config or the default ladder) as the YAML
+        /// configuration that builds it, each step's keys at their default left out, and fit
+        /// nothing.
+        #[arg(long)]
+        print_config: bool,
         /// Write the fitted history here instead of standard output.
         #[arg(long, short, value_name = "OUT")]
         output: Option<PathBuf>,
@@ -515,7 +521,14 @@ fn dispatch(cli: Cli) -> u8 {
                 count_cmd::run(&registry, &file, &options)
             })
         }
-        Command::Fit { file, fitting, output, report, plan, on_error } => {
+        Command::Fit { print_config: true, fitting, .. } => {
+            pipeline(fitting.preset.as_deref(), fitting.config.as_ref()).and_then(|pipeline| {
+                print!("{}", tightfit::config::to_string(&pipeline, tightfit::config::Syntax::Yaml)?);
+                Ok(true)
+            })
+        }
+        Command::Fit { file, fitting, output, report, plan, on_error, .. } => {
+            let file = file.expect("clap requires FILE without --print-config");
             fitting.build().and_then(|(registry, pipeline, fitting)| {
                 let options = fit_cmd::Options {
                     fitting,

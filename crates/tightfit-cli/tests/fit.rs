@@ -520,3 +520,24 @@ fn a_bare_budget_needs_no_model_and_nothing_at_all_is_an_error() {
         assert!(report["compressed_token_count"].as_u64().unwrap() <= 60);
     }
 }
+
+#[test]
+fn print_config_writes_the_pipeline_as_the_yaml_that_builds_it() {
+    let output = tightfit(&["fit", "--print-config", "--preset", "swarms"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "steps:\n- type: middle_out\n  keep_first: 0\n");
+    // the default ladder, read back from what was printed, fits as the ladder does
+    let printed = tightfit(&["fit", "--print-config"], None);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ladder.yaml");
+    std::fs::write(&config, &printed.stdout).unwrap();
+    let args = ["fit", "data/examples/agent_session.json", "--budget", "300"];
+    let ladder = tightfit(&args, None);
+    let read_back = tightfit(&[&args[..], &["--config", config.to_str().unwrap()]].concat(), None);
+    assert!(ladder.status.success() && read_back.status.success(), "{}", stderr(&read_back));
+    assert_eq!(ladder.stdout, read_back.stdout);
+    // without it, a file is still required
+    let missing = tightfit(&["fit", "--preset", "swarms"], None);
+    assert!(!missing.status.success());
+}

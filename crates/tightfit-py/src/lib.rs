@@ -64,6 +64,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pipeline::check_step, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::step_names, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline::step_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline::step_table, m)?)?;
     m.add_class::<compat::ag2::PyAg2HistoryLimiter>()?;
     m.add_class::<compat::ag2::PyAg2TokenLimiter>()?;
     m.add_function(wrap_pyfunction!(compat::ag2::apply_steps, m)?)?;

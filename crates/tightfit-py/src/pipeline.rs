@@ -10,14 +10,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::{json, Value};
 use tightfit::config::{self, Syntax};
 use tightfit::presets;
 use tightfit::session::Policy;
 use tightfit::steps::ConfigError;
 
-use crate::convert::to_value;
+use crate::convert::{to_python, to_value};
 use crate::errors::Failure;
 
 /// An immutable, checked pipeline of steps.
@@ -100,6 +100,15 @@ impl PyPipeline {
         built(Source::Value(json!({ "steps": configs })))
     }
 
+    /// A pipeline from a configuration mapping, as a YAML file holds it: `{"steps": [...]}` or
+    /// `{"preset": "balanced"}` (llmling's `compaction:` too); what `to_config()` returns.
+    #[staticmethod]
+    #[pyo3(name = "from_config")]
+    fn from_config_mapping(config: &Bound<'_, PyAny>) -> PyResult<PyPipeline> {
+        let value = to_value(config).map_err(|e| Failure::Config(ConfigError::new(e.path(""), e.reason)))?;
+        built(Source::Value(value))
+    }
+
     /// A pipeline from YAML text (`steps:` or `preset:`, llmling's `compaction:` too).
     #[staticmethod]
     fn from_yaml(text: &str) -> PyResult<PyPipeline> {
@@ -165,9 +174,28 @@ impl PyPipeline {
         format!("Pipeline({:?})", self.names())
     }
 
-    /// The engine's full description of every step and its settings.
-    fn describe(&self) -> String {
-        format!("{:#?}", self.inner)
+    /// The pipeline as configuration: `{"steps": [...]}`, each step with its `type`, the keys
+    /// not at their default and its `when` guard; `Pipeline.from_config` builds an equal
+    /// pipeline from it (a preset too: its steps are written out).
+    fn to_config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let value = config::to_value(&self.inner).map_err(Failure::Config)?;
+        to_python(py, &value)
+    }
+
+    /// The pipeline in the configuration's own words: the YAML (or `"toml"`, `"json"`) a user
+    /// would write to get it, which `from_yaml` (`from_toml`, `from_json`) reads back.
+    #[pyo3(signature = (syntax = "yaml"))]
+    fn describe(&self, syntax: &str) -> PyResult<String> {
+        let syntax = match syntax {
+            "yaml" => Syntax::Yaml,
+            "toml" => Syntax::Toml,
+            "json" => Syntax::Json,
+            other => {
+                let reason = format!("expected \"yaml\", \"toml\" or \"json\", found {other:?}");
+                return Err(Failure::Config(ConfigError::new("syntax", reason)).into());
+            }
+        };
+        config::to_string(&self.inner, syntax).map_err(|e| Failure::Config(e).into())
     }
 }
 
@@ -183,6 +211,35 @@ pub(crate) fn check_step(config: &Bound<'_, PyAny>) -> PyResult<()> {
 #[pyfunction]
 pub(crate) fn step_schema() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
     config::step_kinds().map(|kind| (kind.name, kind.aliases.to_vec(), config::step_keys(kind))).collect()
+}
+
+/// Every step configuration accepts, as its documentation lists it: `name`, `aliases`,
+/// `summary`, and `keys`, each with its `name`, `aliases`, `default` (`None`: unset), `unit`
+/// and `meaning`. The engine's table, built from its steps' builders.
+#[pyfunction]
+pub(crate) fn step_table(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let steps = config::step_table()
+        .into_iter()
+        .map(|entry| {
+            let keys: Vec<Value> = entry
+                .keys
+                .into_iter()
+                .map(|key| {
+                    json!({
+                        "name": key.name,
+                        "aliases": key.aliases,
+                        "default": key.default,
+                        "unit": key.unit.to_string(),
+                        "meaning": key.meaning,
+                    })
+                })
+                .collect();
+            let step =
+                json!({"name": entry.name, "aliases": entry.aliases, "summary": entry.summary, "keys": keys});
+            to_python(py, &step)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, steps)
 }
 
 /// The step names configuration accepts, ours with their peers' aliases.

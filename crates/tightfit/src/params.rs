@@ -49,11 +49,29 @@ impl ConfigError {
 }
 
 /// A step's parameters, as read from YAML, TOML or JSON.
+///
+/// Besides reading, it records what the builder asked for: each key with its aliases and the
+/// default the builder applies when the key is absent (the `*_or` reads and
+/// [`Params::note_default`]). Running a builder on an empty map thus documents the step's keys
+/// and defaults from the builder's own calls (`config::step_table`), so the documentation
+/// cannot disagree with the code.
 #[derive(Debug, Clone, Default)]
 pub struct Params {
     map: Map<String, Value>,
     known: Vec<&'static str>,
-    asked: Vec<&'static str>,
+    asked: Vec<AskedKey>,
+}
+
+/// One key a builder asked for: its name, its aliases, and the default it applies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskedKey {
+    /// The key's name (the first a read names).
+    pub name: &'static str,
+    /// Other names the read accepts for it.
+    pub aliases: Vec<&'static str>,
+    /// What the builder uses when the key is absent; `None` when it leaves the setting unset
+    /// (the step then decides: the call's budget, no filter, ...).
+    pub default: Option<Value>,
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -76,7 +94,11 @@ impl Params {
     /// Takes the first of `keys` present (a name and its aliases), `null` counting as absent.
     pub fn take(&mut self, keys: &[&'static str]) -> Option<(&'static str, Value)> {
         self.known.extend_from_slice(keys);
-        self.asked.extend(keys.first().copied());
+        if let Some((name, aliases)) = keys.split_first() {
+            if !self.asked.iter().any(|k| k.name == *name) {
+                self.asked.push(AskedKey { name, aliases: aliases.to_vec(), default: None });
+            }
+        }
         let mut found = None;
         for key in keys {
             if let Some(value) = self.map.remove(*key) {
@@ -175,10 +197,71 @@ impl Params {
         self.take(keys).map(|(_, v)| v)
     }
 
-    /// The keys reads have asked for so far, by their first name (aliases left out), in the
-    /// order asked.
-    pub fn asked(&self) -> &[&'static str] {
+    /// The keys reads have asked for so far, in the order asked, with their aliases and the
+    /// defaults noted for them.
+    pub fn asked(&self) -> &[AskedKey] {
         &self.asked
+    }
+
+    /// Notes that the builder uses `default` when `key` is absent (for a default applied
+    /// outside a `*_or` read: one that depends on another key, say). Reads nothing.
+    pub fn note_default(&mut self, key: &'static str, default: impl Into<Value>) {
+        let default = Some(default.into());
+        match self.asked.iter_mut().find(|k| k.name == key) {
+            Some(asked) => asked.default = default,
+            None => self.asked.push(AskedKey { name: key, aliases: Vec::new(), default }),
+        }
+    }
+
+    /// A whole number at least 0, `default` when absent.
+    pub fn usize_or(&mut self, keys: &[&'static str], default: usize) -> Result<usize, ConfigError> {
+        let value = self.usize(keys)?;
+        self.note_default(keys[0], default);
+        Ok(value.unwrap_or(default))
+    }
+
+    /// A number, `default` when absent.
+    pub fn f64_or(&mut self, keys: &[&'static str], default: f64) -> Result<f64, ConfigError> {
+        let value = self.f64(keys)?;
+        self.note_default(keys[0], default);
+        Ok(value.unwrap_or(default))
+    }
+
+    /// A boolean, `default` when absent.
+    pub fn bool_or(&mut self, keys: &[&'static str], default: bool) -> Result<bool, ConfigError> {
+        let value = self.bool(keys)?;
+        self.note_default(keys[0], default);
+        Ok(value.unwrap_or(default))
+    }
+
+    /// A string, `default` when absent.
+    pub fn string_or(&mut self, keys: &[&'static str], default: &str) -> Result<String, ConfigError> {
+        let value = self.string(keys)?;
+        self.note_default(keys[0], default);
+        Ok(value.unwrap_or_else(|| default.to_string()))
+    }
+
+    /// One of `choices`, `default` when absent.
+    pub fn choice_or(
+        &mut self,
+        keys: &[&'static str],
+        choices: &[&str],
+        default: &str,
+    ) -> Result<String, ConfigError> {
+        let value = self.choice(keys, choices)?;
+        self.note_default(keys[0], default);
+        Ok(value.unwrap_or_else(|| default.to_string()))
+    }
+
+    /// A list of strings (a single string is a list of one), `default` when absent.
+    pub fn strings_or(
+        &mut self,
+        keys: &[&'static str],
+        default: &[String],
+    ) -> Result<Vec<String>, ConfigError> {
+        let value = self.strings(keys)?;
+        self.note_default(keys[0], default.to_vec());
+        Ok(value.unwrap_or_else(|| default.to_vec()))
     }
 
     /// Fails on any key no read asked for, suggesting the closest known one.
@@ -229,6 +312,24 @@ mod tests {
         let e = p.finish().unwrap_err();
         assert_eq!(e.key, "max_lenght");
         assert!(e.reason.contains("did you mean \"max_length\""), "{e}");
+    }
+
+    #[test]
+    fn reads_with_a_default_record_it_with_the_key_s_aliases() {
+        let mut p = params(json!({"count": 4}));
+        assert_eq!(p.usize_or(&["count", "max_messages"], 10).unwrap(), 4);
+        assert!(p.bool_or(&["flag"], true).unwrap());
+        assert_eq!(p.string(&["label"]).unwrap(), None);
+        let asked: Vec<_> =
+            p.asked().iter().map(|k| (k.name, k.aliases.clone(), k.default.clone())).collect();
+        assert_eq!(
+            asked,
+            [
+                ("count", vec!["max_messages"], Some(json!(10))),
+                ("flag", vec![], Some(json!(true))),
+                ("label", vec![], None)
+            ]
+        );
     }
 
     #[test]

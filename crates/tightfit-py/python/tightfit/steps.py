@@ -7,8 +7,9 @@ raises :class:`tightfit.ConfigError` naming the key, with the engine's message. 
 takes ``when=``, a guard such as ``{"tokens_above": 100_000}`` (keys ``tokens_above``,
 ``messages_above``, ``window_fraction_above``, ``over_budget``; several must all hold).
 
-The defaults and the behaviour of each step are documented on the engine's step, in
-``crates/tightfit/src/steps/``.
+Each class's docstring ends with its keys' defaults (``Defaults: ``count=10``, ...``), the
+engine's own (a test holds them to it); the package README's table of steps gives each key's
+unit and meaning.
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ class Step:
 
 
 class DropThinking(Step):
-    """Remove thinking and reasoning from earlier turns (kept where a provider requires it)."""
+    """Remove thinking and reasoning from earlier turns (kept where a provider requires it).
+
+    Defaults: ``keep_current_turn=True``, ``redacted=True``.
+    """
 
     type = "drop_thinking"
 
@@ -106,7 +110,10 @@ class DropThinking(Step):
 
 
 class DropBinary(Step):
-    """Remove images, audio and files; ``placeholder=True`` leaves a line naming each."""
+    """Remove images, audio and files; ``placeholder=True`` leaves a line naming each.
+
+    Defaults: ``placeholder=False``, ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "drop_binary"
 
@@ -127,7 +134,13 @@ class DropBinary(Step):
 
 
 class DropRetryPrompts(Step):
-    """Remove failed tool calls a later step retried, and retry prompts the conversation moved past."""
+    """Remove failed tool calls a later step retried, and retry prompts the conversation moved past.
+
+    Defaults:
+    ``pattern='(?i)(\\\\A\\\\s*validation feedback:|fix the errors and try again\\\\.?\\\\s*\\\\z)'``,
+    ``error_pattern='(?i)\\\\A\\\\s*(error|traceback|exception)\\\\b'``, ``drop_rejected_replies=True``,
+    ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "drop_retry_prompts"
 
@@ -152,7 +165,11 @@ class DropRetryPrompts(Step):
 
 
 class DropToolCalls(Step):
-    """Remove the calls of named tools together with their results."""
+    """Remove the calls of named tools together with their results.
+
+    Defaults: ``exclude_tools=[]``, ``include_only=None``, ``keep_current_turn=True``,
+    ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "drop_tool_calls"
 
@@ -177,7 +194,10 @@ class DropToolCalls(Step):
 
 
 class DropEmpty(Step):
-    """Remove messages that say nothing."""
+    """Remove messages that say nothing.
+
+    Defaults: ``keep_system=False``, ``keep_newest_user_turn=True``.
+    """
 
     type = "drop_empty"
 
@@ -196,6 +216,10 @@ class ClearToolResults(Step):
 
     With ``until_fits=True`` (the default ladder's setting) results are cleared oldest first
     only until the history fits the call's budget.
+
+    Defaults: ``keep=3``, ``keep_units=None``, ``exclude_tools=[]``,
+    ``placeholder='[tool result cleared to save context]'``, ``min_tokens=0``,
+    ``clear_inputs=False``, ``until_fits=False``.
     """
 
     type = "clear_tool_results"
@@ -225,7 +249,13 @@ class ClearToolResults(Step):
 
 
 class Dedupe(Step):
-    """Replace a repeated tool output, image or file by a reference to its first occurrence."""
+    """Replace a repeated tool output, image or file by a reference to its first occurrence.
+
+    Defaults: ``min_tokens=32``,
+    ``placeholder='[identical to the result of tool call {id} above]'``,
+    ``media_placeholder='[{kind} identical to the one in {at} above]'``, ``keep_system=True``,
+    ``keep_newest_user_turn=True``.
+    """
 
     type = "dedupe"
 
@@ -254,6 +284,9 @@ class TruncateToolResults(Step):
 
     With ``until_fits=True`` (the default ladder's setting) results are cut oldest first only
     until the history fits the call's budget.
+
+    Defaults: ``max_length=2000``, ``max_tokens=None``, ``keep='head'``,
+    ``marker='\\n... [truncated]'``, ``keep_last=0``, ``exclude_tools=[]``, ``until_fits=False``.
     """
 
     type = "truncate_tool_results"
@@ -283,7 +316,12 @@ class TruncateToolResults(Step):
 
 
 class TruncateText(Step):
-    """Cap the text of each message (of ``roles``) at ``max_length`` characters or ``max_tokens`` tokens."""
+    """Cap the text of each message (of ``roles``) at ``max_length`` characters or ``max_tokens`` tokens.
+
+    Defaults: ``max_length=5000``, ``max_tokens=None``, ``roles=['assistant']``, ``keep='head'``,
+    ``marker='\\n... [truncated]'``, ``filter_dict=None``, ``exclude_filter=True``,
+    ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "truncate_text"
 
@@ -316,7 +354,11 @@ class TruncateText(Step):
 
 
 class KeepLast(Step):
-    """Keep the last ``count`` messages, pairs or units (whole units: calls keep their results)."""
+    """Keep the last ``count`` messages, pairs or units (whole units: calls keep their results).
+
+    Defaults: ``count=10``, ``count_pairs=None``, ``measure='pairs'``, ``keep_system=True``,
+    ``keep_newest_user_turn=True``, ``keep_first_message=False``.
+    """
 
     type = "keep_last"
 
@@ -345,7 +387,11 @@ class KeepLast(Step):
 
 
 class KeepFirst(Step):
-    """Keep the first ``count`` messages, pairs or units."""
+    """Keep the first ``count`` messages, pairs or units.
+
+    Defaults: ``count=2``, ``measure='messages'``, ``keep_system=True``,
+    ``keep_newest_user_turn=True``.
+    """
 
     type = "keep_first"
 
@@ -368,7 +414,11 @@ class KeepFirst(Step):
 
 
 class HeadAndTail(Step):
-    """Keep the first ``head`` and the last ``tail`` messages, pairs or units; optionally say how many were skipped."""
+    """Keep the first ``head`` and the last ``tail`` messages, pairs or units; optionally say how many were skipped.
+
+    Defaults: ``head=2``, ``tail=5``, ``measure='messages'``, ``placeholder=None``,
+    ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "head_and_tail"
 
@@ -395,7 +445,11 @@ class HeadAndTail(Step):
 
 
 class TokenBudget(Step):
-    """Keep the newest units that fit ``max_tokens`` (the call's budget when ``None``)."""
+    """Keep the newest units that fit ``max_tokens`` (the call's budget when ``None``).
+
+    Defaults: ``max_tokens=None``, ``min_tokens=None``, ``allow_partial=False``,
+    ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "token_budget"
 
@@ -423,7 +477,12 @@ class LangchainTrim(Step):
     """LangChain's ``trim_messages`` as a pipeline step (what ``tightfit.compat.langchain``
     runs): ``strategy`` ``"last"`` or ``"first"``, ``counter`` ``"model"`` (the model's
     tokens), ``"approximate"`` or ``"len"``; ``keep_tool_pairs=False`` keeps LangChain's cut
-    even where it separates a tool call from its results."""
+    even where it separates a tool call from its results.
+
+    Defaults: ``max_tokens=None``, ``strategy='last'``, ``allow_partial=False``,
+    ``include_system=False``, ``start_on=None``, ``end_on=None``, ``counter='model'``,
+    ``keep_tool_pairs=True``.
+    """
 
     type = "langchain_trim"
 
@@ -454,7 +513,11 @@ class LangchainTrim(Step):
 
 
 class Compact(Step):
-    """A session's cut: keep a fixed head and the newest units from a grid point, with a trace between."""
+    """A session's cut: keep a fixed head and the newest units from a grid point, with a trace between.
+
+    Defaults: ``max_tokens=None``, ``head_share=0.7``, ``grid=2``, ``trace=True``,
+    ``keep_system=True``, ``keep_newest_user_turn=True``.
+    """
 
     type = "compact"
 
@@ -481,7 +544,12 @@ class Compact(Step):
 
 
 class MiddleOut(Step):
-    """Keep the system prompt, the start and the newest; remove (or shorten) from the middle until it fits."""
+    """Keep the system prompt, the start and the newest; remove (or shorten) from the middle until it fits.
+
+    Defaults: ``max_tokens=None``, ``keep_first=1``, ``keep_recent=2``, ``shorten=True``,
+    ``shorten_protected=False``, ``min_text_tokens=64``, ``placeholder=None``, ``keep_system=True``,
+    ``keep_newest_user_turn=True``.
+    """
 
     type = "middle_out"
 
@@ -514,7 +582,11 @@ class MiddleOut(Step):
 
 
 class TaskTruncation(Step):
-    """Keep the task's first user message and its newest assistant steps, respecting task boundaries."""
+    """Keep the task's first user message and its newest assistant steps, respecting task boundaries.
+
+    Defaults: ``preserve_recent_pairs=4``, ``scope='current_task'``, ``keep_system=True``,
+    ``keep_newest_user_turn=True``.
+    """
 
     type = "task_truncation"
 
@@ -537,7 +609,11 @@ class TaskTruncation(Step):
 
 
 class ContentName(Step):
-    """Write each message's sender ``name`` into its text, at the start or the end."""
+    """Write each message's sender ``name`` into its text, at the start or the end.
+
+    Defaults: ``position='start'``, ``format_string='{name}:\\n'``, ``deduplicate=True``,
+    ``filter_dict=None``, ``exclude_filter=True``, ``tool_results=False``.
+    """
 
     type = "content_name"
 
@@ -568,7 +644,11 @@ class Summarize(Step):
     messages (5) by one summary of at most ``max_tokens`` tokens (1,000): the built-in
     extractive summarizer's structured hand-off (the user's requests verbatim, a ledger of exact
     facts, commands with their outcome, progress, the last state). ``model`` and
-    ``summary_prompt`` are llmling's keys, for a summarizer that calls a model."""
+    ``summary_prompt`` are llmling's keys, for a summarizer that calls a model.
+
+    Defaults: ``model='openai:gpt-4o-mini'``, ``threshold=15``, ``keep_recent=5``,
+    ``max_tokens=1000``, ``summary_prompt=None``.
+    """
 
     type = "summarize"
 
@@ -598,7 +678,13 @@ class CompressText(Step):
     the text fits ``target_tokens``. Numbers, identifiers, paths, URLs, the ledger's facts,
     negations, code spans and lines that look like code or data (``keep_code_lines``) and
     ``keep_words`` are kept verbatim; ``roles`` (user, assistant, tool) says whose texts, ``tool``
-    meaning tool results. Deterministic; the built-in scorer needs no model."""
+    meaning tool results. Deterministic; the built-in scorer needs no model.
+
+    Defaults: ``rate=0.5``, ``target_tokens=None``, ``min_chars=500``,
+    ``roles=['user', 'assistant', 'tool']``, ``keep_code_lines=True``, ``keep_words=[]``,
+    ``filter_dict=None``, ``exclude_filter=True``, ``keep_system=True``,
+    ``keep_newest_user_turn=True``.
+    """
 
     type = "compress_text"
 
@@ -633,7 +719,11 @@ class CompressText(Step):
 
 
 class When(Step):
-    """Run ``step`` only when every condition given holds (messages above 20 when none is)."""
+    """Run ``step`` only when every condition given holds (messages above 20 when none is).
+
+    Defaults: ``tokens_above=None``, ``messages_above=None``, ``window_fraction_above=None``,
+    ``over_budget=None``, ``threshold=None``, ``step=None``.
+    """
 
     type = "when"
 
@@ -661,7 +751,10 @@ class When(Step):
 
 class AutogenBuffered(Step):
     """autogen-core's ``BufferedChatCompletionContext``: the last ``buffer_size`` autogen messages
-    (a run of tool results is one), less results left first; tool steps it cuts are dropped."""
+    (a run of tool results is one), less results left first; tool steps it cuts are dropped.
+
+    Defaults: ``buffer_size=10``.
+    """
 
     type = "autogen_buffered"
 
@@ -670,7 +763,10 @@ class AutogenBuffered(Step):
 
 
 class AutogenHeadAndTail(Step):
-    """autogen-core's ``HeadAndTailChatCompletionContext``, with its "Skipped N messages." placeholder."""
+    """autogen-core's ``HeadAndTailChatCompletionContext``, with its "Skipped N messages." placeholder.
+
+    Defaults: ``head_size=2``, ``tail_size=5``.
+    """
 
     type = "autogen_head_and_tail"
 
@@ -686,7 +782,10 @@ class AutogenHeadAndTail(Step):
 
 class AutogenTokenLimited(Step):
     """autogen-core's ``TokenLimitedChatCompletionContext`` with autogen-ext's OpenAI counter:
-    removes the middle message until ``token_limit`` (the call's budget when ``None``) holds."""
+    removes the middle message until ``token_limit`` (the call's budget when ``None``) holds.
+
+    Defaults: ``token_limit=None``, ``encoding='o200k_base'``.
+    """
 
     type = "autogen_token_limited"
 
@@ -698,8 +797,13 @@ class AutogenTokenLimited(Step):
         when: Condition | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(token_limit=token_limit, encoding=encoding, when=when)
+
+
 class Ag2HistoryLimiter(Step):
-    """AG2's ``MessageHistoryLimiter``, result for result (its split tool steps kept whole)."""
+    """AG2's ``MessageHistoryLimiter``, result for result (its split tool steps kept whole).
+
+    Defaults: ``max_messages=None``, ``keep_first_message=False``, ``exclude_names=[]``.
+    """
 
     type = "ag2_history_limiter"
 
@@ -720,7 +824,11 @@ class Ag2HistoryLimiter(Step):
 
 
 class Ag2TokenLimiter(Step):
-    """AG2's ``MessageTokenLimiter``, token for token (cl100k text counts, cuts in ``model``'s encoding)."""
+    """AG2's ``MessageTokenLimiter``, token for token (cl100k text counts, cuts in ``model``'s encoding).
+
+    Defaults: ``max_tokens_per_message=None``, ``max_tokens=None``, ``min_tokens=None``,
+    ``model='gpt-3.5-turbo-0613'``, ``filter_dict=None``, ``exclude_filter=True``.
+    """
 
     type = "ag2_token_limiter"
 

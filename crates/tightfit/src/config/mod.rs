@@ -19,7 +19,12 @@
 
 use serde_json::Value;
 
-pub use crate::params::{FromParams, Params};
+mod table;
+mod written;
+
+pub use crate::params::{AskedKey, FromParams, Params};
+pub use table::{step_entry, step_table, undocumented_keys, KeyEntry, StepEntry};
+pub use written::{step_to_value, to_string, to_value};
 
 use crate::pipeline::Pipeline;
 use crate::presets;
@@ -164,18 +169,9 @@ pub fn step_kinds() -> impl Iterator<Item = &'static StepKind> {
 /// The keys configuration accepts for a step (`count`, `measure`, `keep_system`, ...; not
 /// `type` or `when`), by their first name: what its builder asks for when given none. The
 /// Python package's step classes are checked against these, so a key added to a step and not
-/// to its class fails a test.
+/// to its class fails a test. [`step_table`] gives their defaults, units and meanings too.
 pub fn step_keys(kind: &StepKind) -> Vec<&'static str> {
-    let mut params = Params::new(serde_json::Map::new());
-    // the build itself may fail (a required key is missing): only what it asked for counts
-    let _ = (kind.build)(&mut params, &|_| Err(ConfigError::new("step", "not built")));
-    let mut keys = Vec::new();
-    for key in params.asked() {
-        if !keys.contains(key) {
-            keys.push(*key);
-        }
-    }
-    keys
+    table::asked_keys(kind).iter().map(|k| k.name).collect()
 }
 
 /// The peers' step names, known without the `compat` feature so that a configuration naming

@@ -24,11 +24,12 @@
 //! Cost: O(messages + calls), plus counting the text of results when `min_tokens` or the
 //! placeholder's size must be compared (stopping at the threshold).
 
+use super::shared::written::Written;
 use std::fmt::Write;
 use std::ops::Range;
 
 use super::shared::cut::{plan_cut, until_fits_budget, TRUNCATED_MARKER};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::calls::{result_keys, CallKeyRef, ResultAt};
 use crate::history::History;
 use crate::message::{Arguments, CallStyle, ContentForm, Part, Role, TextPart};
@@ -46,8 +47,34 @@ pub const MIN_CUT_KEEPS: usize = 200;
 pub const CLEARED_RESULT: &str = "[tool result cleared to save context]";
 
 /// `clear_tool_results` in configuration.
-pub(crate) const KIND: StepKind =
-    StepKind::of::<ClearToolResults>("clear_tool_results", &["clear_tool_uses"]);
+pub(crate) const KIND: StepKind = StepKind::of::<ClearToolResults>(
+    "clear_tool_results",
+    &["clear_tool_uses"],
+)
+.documented(
+    "Replace old tool results by a placeholder, keeping the calls.",
+    &[
+        KeyDoc::new("keep", KeyUnit::Count("tool results"), "the most recent results left whole"),
+        KeyDoc::new(
+            "keep_units",
+            KeyUnit::Units,
+            "when set, results inside the last this many units also stay",
+        ),
+        KeyDoc::new("exclude_tools", KeyUnit::Names, "tools whose results are never cleared"),
+        KeyDoc::new("placeholder", KeyUnit::Text, "the text a cleared result holds"),
+        KeyDoc::new(
+            "min_tokens",
+            KeyUnit::Tokens,
+            "only results bigger than this (and than the placeholder) are cleared",
+        ),
+        KeyDoc::new("clear_inputs", KeyUnit::Flag, "also replace a cleared result's call arguments by `{}`"),
+        KeyDoc::new(
+            "until_fits",
+            KeyUnit::Flag,
+            "clear oldest first only until the history fits the call's budget",
+        ),
+    ],
+);
 
 /// Replaces old tool results by a placeholder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,29 +124,16 @@ impl FromParams for ClearToolResults {
     /// `placeholder`, `min_tokens`, `clear_inputs` (alias `clear_tool_inputs`), `until_fits`
     /// (alias `only_as_needed`).
     fn from_params(p: &mut Params) -> Result<ClearToolResults, ConfigError> {
-        let mut step = ClearToolResults::default();
-        if let Some(keep) = p.usize(&["keep", "keep_last"])? {
-            step.keep = keep;
-        }
-        if let Some(units) = p.usize(&["keep_units"])? {
-            step.keep_units = Some(units);
-        }
-        if let Some(tools) = p.strings(&["exclude_tools", "exclude"])? {
-            step.exclude_tools = tools;
-        }
-        if let Some(placeholder) = p.string(&["placeholder"])? {
-            step.placeholder = placeholder;
-        }
-        if let Some(min) = p.usize(&["min_tokens"])? {
-            step.min_tokens = min;
-        }
-        if let Some(clear) = p.bool(&["clear_inputs", "clear_tool_inputs"])? {
-            step.clear_inputs = clear;
-        }
-        if let Some(until_fits) = p.bool(&["until_fits", "only_as_needed"])? {
-            step.until_fits = until_fits;
-        }
-        Ok(step)
+        let step = ClearToolResults::default();
+        Ok(ClearToolResults {
+            keep: p.usize_or(&["keep", "keep_last"], step.keep)?,
+            keep_units: p.usize(&["keep_units"])?,
+            exclude_tools: p.strings_or(&["exclude_tools", "exclude"], &step.exclude_tools)?,
+            placeholder: p.string_or(&["placeholder"], &step.placeholder)?,
+            min_tokens: p.usize_or(&["min_tokens"], step.min_tokens)?,
+            clear_inputs: p.bool_or(&["clear_inputs", "clear_tool_inputs"], step.clear_inputs)?,
+            until_fits: p.bool_or(&["until_fits", "only_as_needed"], step.until_fits)?,
+        })
     }
 }
 
@@ -146,6 +160,18 @@ struct MessageClear {
 impl Step for ClearToolResults {
     fn name(&self) -> &'static str {
         "clear_tool_results"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("clear_tool_results")
+            .key("keep", self.keep)
+            .key("keep_units", self.keep_units)
+            .key("exclude_tools", self.exclude_tools.clone())
+            .key("placeholder", self.placeholder.as_str())
+            .key("min_tokens", self.min_tokens)
+            .key("clear_inputs", self.clear_inputs)
+            .key("until_fits", self.until_fits)
+            .done()
     }
 
     fn check(&self) -> Result<(), ConfigError> {

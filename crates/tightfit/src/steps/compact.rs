@@ -21,13 +21,34 @@
 
 use super::shared::keep::read_keep;
 use super::shared::trace::{CountTrace, Removed, Trace};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep, Origin};
 use crate::params::{FromParams, Params};
 use crate::units::UnitKind;
 
 /// `compact` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<Compact>("compact", &["epoch_cut"]);
+pub(crate) const KIND: StepKind = StepKind::of::<Compact>("compact", &["epoch_cut"]).documented(
+    "A session's cut: keep a fixed head and the newest units from a grid point, with a trace between.",
+    &[
+        KeyDoc::new(
+            "max_tokens",
+            KeyUnit::Tokens,
+            "the budget; none: the call's budget (a session's low-water mark)",
+        ),
+        KeyDoc::new(
+            "head_share",
+            KeyUnit::Fraction,
+            "the share of the budget the head may take (system messages not counted)",
+        ),
+        KeyDoc::new("grid", KeyUnit::Units, "the tail starts on a unit index that is a multiple of this"),
+        KeyDoc::new("trace", KeyUnit::Flag, "leave a trace where messages were removed"),
+        KEEP_SYSTEM,
+        KEEP_NEWEST_USER_TURN,
+    ],
+);
 
 /// Removes the units between a fixed head and the newest units that fit, in one cut aligned
 /// to a grid, and leaves a trace.
@@ -57,15 +78,9 @@ impl FromParams for Compact {
     /// `keep_newest_user_turn`.
     fn from_params(p: &mut Params) -> Result<Compact, ConfigError> {
         let mut step = Compact { max_tokens: p.usize(&["max_tokens"])?, ..Compact::default() };
-        if let Some(share) = p.f64(&["head_share"])? {
-            step.head_share = share;
-        }
-        if let Some(grid) = p.usize(&["grid"])? {
-            step.grid = grid;
-        }
-        if let Some(trace) = p.bool(&["trace"])? {
-            step.trace = trace;
-        }
+        step.head_share = p.f64_or(&["head_share"], step.head_share)?;
+        step.grid = p.usize_or(&["grid"], step.grid)?;
+        step.trace = p.bool_or(&["trace"], step.trace)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }
@@ -74,6 +89,16 @@ impl FromParams for Compact {
 impl Step for Compact {
     fn name(&self) -> &'static str {
         KIND.name
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("compact")
+            .key("max_tokens", self.max_tokens)
+            .key("head_share", self.head_share)
+            .key("grid", self.grid)
+            .key("trace", self.trace)
+            .keep(self.keep)
+            .done()
     }
 
     fn check(&self) -> Result<(), ConfigError> {

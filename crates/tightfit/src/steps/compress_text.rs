@@ -49,6 +49,7 @@
 //! O(text length) to split, protect and score; with `target_tokens`, a tokenization of the
 //! text per step of a binary search over how many words go.
 
+use super::shared::written::Written;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
@@ -58,7 +59,10 @@ use regex::Regex;
 
 use super::shared::filter::{read_filter, MessageFilter};
 use super::shared::keep::{protected_messages, read_keep};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, EXCLUDE_FILTER, FILTER_DICT,
+    KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::message::{Part, Role};
 use crate::params::{FromParams, Params};
@@ -68,7 +72,22 @@ use crate::text::thousands;
 use crate::tokens::{OpenAiEncoding, TokenCounter};
 
 /// `compress_text` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<CompressText>("compress_text", &["text_message_compressor"]);
+pub(crate) const KIND: StepKind = StepKind::of::<CompressText>("compress_text", &["text_message_compressor"])
+    .documented(
+        "Shorten long texts by dropping their least informative words (LLMLingua-style); numbers, names, paths and code are kept.",
+        &[
+            KeyDoc::new("rate", KeyUnit::Fraction, "the share of droppable words kept"),
+            KeyDoc::new("target_tokens", KeyUnit::Tokens, "instead of `rate`: drop words until the text fits this"),
+            KeyDoc::new("min_chars", KeyUnit::Characters, "only texts longer than this are compressed"),
+            KeyDoc::new("roles", KeyUnit::Names, "the roles whose texts are compressed; `tool` stands for tool results"),
+            KeyDoc::new("keep_code_lines", KeyUnit::Flag, "keep lines that look like code or data whole"),
+            KeyDoc::new("keep_words", KeyUnit::Names, "words never dropped (compared without case)"),
+            FILTER_DICT,
+            EXCLUDE_FILTER,
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Scores the words of a text: how much each one tells. [`CompressText`] drops the
 /// lowest-scored droppable words first.
@@ -690,6 +709,23 @@ impl Step for CompressText {
         "compress_text"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let (rate, tokens) = match self.target {
+            CompressTo::Rate(rate) => (Some(rate), None),
+            CompressTo::Tokens(tokens) => (None, Some(tokens)),
+        };
+        Written::new("compress_text")
+            .key("rate", rate)
+            .key("target_tokens", tokens)
+            .key("min_chars", self.min_chars)
+            .roles("roles", &self.roles)
+            .key("keep_code_lines", self.keep_code_lines)
+            .key("keep_words", self.keep_words.clone())
+            .filter(&self.filter)
+            .keep(self.protect)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         match self.target {
             CompressTo::Rate(rate) if !(rate > 0.0 && rate <= 1.0) => {
@@ -791,28 +827,25 @@ impl FromParams for CompressText {
             (None, Some(tokens)) => CompressTo::Tokens(tokens),
             (None, None) => step.target,
         };
-        if let Some(min) = p.usize(&["min_chars"])? {
-            step.min_chars = min;
+        if let CompressTo::Rate(rate) = CompressText::default().target {
+            p.note_default("rate", rate);
         }
-        if let Some(names) = p.strings(&["roles"])? {
-            step.roles = names
-                .iter()
-                .enumerate()
-                .map(|(i, name)| match Role::from_wire(name) {
-                    Some(Role::Function) => Ok(Role::Tool),
-                    Some(Role::Other) | None => {
-                        Err(ConfigError::new(format!("roles[{i}]"), format!("unknown role {name:?}")))
-                    }
-                    Some(role) => Ok(role),
-                })
-                .collect::<Result<_, _>>()?;
-        }
-        if let Some(keep) = p.bool(&["keep_code_lines"])? {
-            step.keep_code_lines = keep;
-        }
-        if let Some(words) = p.strings(&["keep_words", "force_tokens"])? {
-            step.keep_words = words;
-        }
+        step.min_chars = p.usize_or(&["min_chars"], step.min_chars)?;
+        let default_roles: Vec<String> = step.roles.iter().map(|r| r.as_str().to_string()).collect();
+        step.roles = p
+            .strings_or(&["roles"], &default_roles)?
+            .iter()
+            .enumerate()
+            .map(|(i, name)| match Role::from_wire(name) {
+                Some(Role::Function) => Ok(Role::Tool),
+                Some(Role::Other) | None => {
+                    Err(ConfigError::new(format!("roles[{i}]"), format!("unknown role {name:?}")))
+                }
+                Some(role) => Ok(role),
+            })
+            .collect::<Result<_, _>>()?;
+        step.keep_code_lines = p.bool_or(&["keep_code_lines"], step.keep_code_lines)?;
+        step.keep_words = p.strings_or(&["keep_words", "force_tokens"], &step.keep_words)?;
         step.filter = read_filter(p)?;
         step.protect = read_keep(p, step.protect)?;
         Ok(step)

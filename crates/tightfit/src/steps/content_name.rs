@@ -18,7 +18,10 @@
 //! valid. Cost: O(messages + length of the changed texts).
 
 use super::shared::filter::{read_filter, MessageFilter};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, EXCLUDE_FILTER, FILTER_DICT,
+};
 use crate::history::History;
 use crate::message::{Message, Part, Role};
 use crate::params::{FromParams, Params};
@@ -35,7 +38,8 @@ pub enum NamePosition {
 }
 
 impl NamePosition {
-    fn word(self) -> &'static str {
+    /// Its name in configuration (`start`, `end`).
+    pub fn word(self) -> &'static str {
         match self {
             NamePosition::Start => "start",
             NamePosition::End => "end",
@@ -44,7 +48,26 @@ impl NamePosition {
 }
 
 /// `content_name` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<ContentName>("content_name", &["text_message_content_name"]);
+pub(crate) const KIND: StepKind = StepKind::of::<ContentName>("content_name", &["text_message_content_name"])
+    .documented(
+        "Write the sender's name into the content (at the start or the end, no duplicates).",
+        &[
+            KeyDoc::new("position", KeyUnit::Choice, "where the name goes: `start` or `end`"),
+            KeyDoc::new("format_string", KeyUnit::Text, "what is written, `{name}` standing for the name"),
+            KeyDoc::new(
+                "deduplicate",
+                KeyUnit::Flag,
+                "leave a text alone that already starts (or ends) with the formatted name",
+            ),
+            FILTER_DICT,
+            EXCLUDE_FILTER,
+            KeyDoc::new(
+                "tool_results",
+                KeyUnit::Flag,
+                "name tool results too, by their tool's name (AG2 does)",
+            ),
+        ],
+    );
 
 /// Writes the sender's name into the text of each message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +142,16 @@ impl Step for ContentName {
         "content_name"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("content_name")
+            .key("position", self.position.word())
+            .key("format_string", self.format_string.as_str())
+            .key("deduplicate", self.deduplicate)
+            .filter(&self.filter)
+            .key("tool_results", self.tool_results)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         if !self.format_string.contains("{name}") {
             return Err(ConfigError::new(
@@ -165,19 +198,12 @@ impl FromParams for ContentName {
     /// `filter`), `exclude_filter` (alias `exclude`), `tool_results`.
     fn from_params(p: &mut Params) -> Result<ContentName, ConfigError> {
         let mut step = ContentName::default();
-        if let Some(position) = p.choice(&["position"], &["start", "end"])? {
-            step.position = if position == "end" { NamePosition::End } else { NamePosition::Start };
-        }
-        if let Some(format_string) = p.string(&["format_string"])? {
-            step.format_string = format_string;
-        }
-        if let Some(deduplicate) = p.bool(&["deduplicate"])? {
-            step.deduplicate = deduplicate;
-        }
+        let position = p.choice_or(&["position"], &["start", "end"], step.position.word())?;
+        step.position = if position == "end" { NamePosition::End } else { NamePosition::Start };
+        step.format_string = p.string_or(&["format_string"], &step.format_string)?;
+        step.deduplicate = p.bool_or(&["deduplicate"], step.deduplicate)?;
         step.filter = read_filter(p)?;
-        if let Some(tool_results) = p.bool(&["tool_results"])? {
-            step.tool_results = tool_results;
-        }
+        step.tool_results = p.bool_or(&["tool_results"], step.tool_results)?;
         Ok(step)
     }
 }

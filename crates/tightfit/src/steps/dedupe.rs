@@ -21,11 +21,14 @@
 //! cuts or drops the first occurrence, the first repeat still holding a reference gets the
 //! content back and the other references point at it (see `history::references`).
 
+use super::shared::written::Written;
 use std::collections::HashMap;
 
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::references::{joined_text, media_hash, message_place, text_hash, Holds, Reference, Site};
 use crate::history::{History, Keep, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
@@ -41,7 +44,24 @@ pub const IDENTICAL_RESULT: &str = "[identical to the result of tool call {id} a
 pub const IDENTICAL_MEDIA: &str = "[{kind} identical to the one in {at} above]";
 
 /// `dedupe` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<Dedupe>("dedupe", &["deduplicate"]);
+pub(crate) const KIND: StepKind = StepKind::of::<Dedupe>("dedupe", &["deduplicate"]).documented(
+    "Replace a repeated identical tool output, image or file by a reference to the first.",
+    &[
+        KeyDoc::new("min_tokens", KeyUnit::Tokens, "only text results of at least this size are replaced"),
+        KeyDoc::new(
+            "placeholder",
+            KeyUnit::Text,
+            "the reference replacing a repeated result; `{id}` is the first one's call id",
+        ),
+        KeyDoc::new(
+            "media_placeholder",
+            KeyUnit::Text,
+            "the reference replacing a repeated media part; `{kind}` and `{at}` are filled in",
+        ),
+        KEEP_SYSTEM,
+        KEEP_NEWEST_USER_TURN,
+    ],
+);
 
 /// Replaces repeated tool results and media by references to the first occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,15 +94,9 @@ impl FromParams for Dedupe {
     /// `preserve_system_messages`), `keep_newest_user_turn`.
     fn from_params(p: &mut Params) -> Result<Dedupe, ConfigError> {
         let mut step = Dedupe::default();
-        if let Some(min) = p.usize(&["min_tokens"])? {
-            step.min_tokens = min;
-        }
-        if let Some(placeholder) = p.string(&["placeholder"])? {
-            step.placeholder = placeholder;
-        }
-        if let Some(placeholder) = p.string(&["media_placeholder"])? {
-            step.media_placeholder = placeholder;
-        }
+        step.min_tokens = p.usize_or(&["min_tokens"], step.min_tokens)?;
+        step.placeholder = p.string_or(&["placeholder"], &step.placeholder)?;
+        step.media_placeholder = p.string_or(&["media_placeholder"], &step.media_placeholder)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }
@@ -91,6 +105,15 @@ impl FromParams for Dedupe {
 impl Step for Dedupe {
     fn name(&self) -> &'static str {
         "dedupe"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("dedupe")
+            .key("min_tokens", self.min_tokens)
+            .key("placeholder", self.placeholder.as_str())
+            .key("media_placeholder", self.media_placeholder.as_str())
+            .keep(self.keep)
+            .done()
     }
 
     fn check(&self) -> Result<(), ConfigError> {

@@ -14,7 +14,10 @@
 
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::message::{ImageSource, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
@@ -25,7 +28,18 @@ const MAX_LABEL_CHARS: usize = 120;
 
 /// `drop_binary` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<DropBinary>("drop_binary", &["filter_binary", "filter_binary_content"]);
+    StepKind::of::<DropBinary>("drop_binary", &["filter_binary", "filter_binary_content"]).documented(
+        "Remove images, audio and files; optionally leave a line naming what was there.",
+        &[
+            KeyDoc::new(
+                "placeholder",
+                KeyUnit::Flag,
+                "leave a text naming each removed part (llmling `keep_references`)",
+            ),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Removes image, audio and file parts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -49,9 +63,7 @@ impl FromParams for DropBinary {
     /// `preserve_system_messages`), `keep_newest_user_turn`.
     fn from_params(p: &mut Params) -> Result<DropBinary, ConfigError> {
         let mut step = DropBinary::default();
-        if let Some(placeholder) = p.bool(&["placeholder", "keep_references"])? {
-            step.placeholder = placeholder;
-        }
+        step.placeholder = p.bool_or(&["placeholder", "keep_references"], step.placeholder)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }
@@ -60,6 +72,10 @@ impl FromParams for DropBinary {
 impl Step for DropBinary {
     fn name(&self) -> &'static str {
         "drop_binary"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("drop_binary").key("placeholder", self.placeholder).keep(self.keep).done()
     }
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {

@@ -18,7 +18,8 @@
 //! of it. Cost: O(parts).
 
 use super::shared::keep::read_keep;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{ConfigError, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM};
 use crate::history::{History, Keep};
 use crate::message::{CallStyle, ContentForm, Message, Part, Role, ThinkingOrigin};
 use crate::params::{FromParams, Params};
@@ -27,7 +28,8 @@ use serde_json::Value;
 
 /// `drop_empty` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<DropEmpty>("drop_empty", &["filter_empty", "filter_empty_messages"]);
+    StepKind::of::<DropEmpty>("drop_empty", &["filter_empty", "filter_empty_messages"])
+        .documented("Remove messages with no meaningful content.", &[KEEP_SYSTEM, KEEP_NEWEST_USER_TURN]);
 
 /// Removes empty messages and blank text parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +58,10 @@ impl FromParams for DropEmpty {
 impl Step for DropEmpty {
     fn name(&self) -> &'static str {
         "drop_empty"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("drop_empty").keep(self.keep).done()
     }
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {

@@ -19,13 +19,16 @@
 //! calls, so no call loses its result. Matching is linear in the text (the regex engine never
 //! backtracks): cost O(bytes of text + messages + calls).
 
+use super::shared::written::Written;
 use std::collections::HashMap;
 
 use regex::Regex;
 
 use super::shared::calls::{call_sites, remove_calls, CallSite};
 use super::shared::keep::read_keep;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::calls::ResultAt;
 use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
@@ -95,7 +98,16 @@ impl Eq for TextPattern {}
 
 /// `drop_retry_prompts` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<DropRetryPrompts>("drop_retry_prompts", &["filter_retry_prompts"]);
+    StepKind::of::<DropRetryPrompts>("drop_retry_prompts", &["filter_retry_prompts"]).documented(
+        "Remove failed attempts once the conversation moved on: a failed tool call a later step retried, and retry or validation-feedback prompts.",
+        &[
+            KeyDoc::new("pattern", KeyUnit::Text, "regular expression a retry or validation-feedback prompt matches"),
+            KeyDoc::new("error_pattern", KeyUnit::Text, "regular expression a failed tool result matches (besides Anthropic's `is_error`)"),
+            KeyDoc::new("drop_rejected_replies", KeyUnit::Flag, "also remove the assistant reply a removed retry prompt answered"),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Removes failed tool calls that were retried and retry prompts the conversation moved past.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,15 +165,9 @@ impl FromParams for DropRetryPrompts {
     /// checked by [`Step::check`].
     fn from_params(p: &mut Params) -> Result<DropRetryPrompts, ConfigError> {
         let mut step = DropRetryPrompts::default();
-        if let Some(pattern) = p.string(&["pattern", "retry_pattern"])? {
-            step.pattern = TextPattern::new(pattern);
-        }
-        if let Some(pattern) = p.string(&["error_pattern"])? {
-            step.error_pattern = TextPattern::new(pattern);
-        }
-        if let Some(drop) = p.bool(&["drop_rejected_replies"])? {
-            step.drop_rejected_replies = drop;
-        }
+        step.pattern = TextPattern::new(p.string_or(&["pattern", "retry_pattern"], DEFAULT_RETRY_PATTERN)?);
+        step.error_pattern = TextPattern::new(p.string_or(&["error_pattern"], DEFAULT_ERROR_PATTERN)?);
+        step.drop_rejected_replies = p.bool_or(&["drop_rejected_replies"], step.drop_rejected_replies)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }
@@ -170,6 +176,15 @@ impl FromParams for DropRetryPrompts {
 impl Step for DropRetryPrompts {
     fn name(&self) -> &'static str {
         "drop_retry_prompts"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("drop_retry_prompts")
+            .key("pattern", self.pattern.as_str())
+            .key("error_pattern", self.error_pattern.as_str())
+            .key("drop_rejected_replies", self.drop_rejected_replies)
+            .keep(self.keep)
+            .done()
     }
 
     fn check(&self) -> Result<(), ConfigError> {

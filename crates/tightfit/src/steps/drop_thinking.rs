@@ -9,14 +9,26 @@
 //! message left with nothing (it held only thinking) is removed. Cost: O(messages).
 
 use super::shared::keep::current_turn_start;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::history::History;
 use crate::message::{ContentForm, Part, Role};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 
 /// `drop_thinking` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<DropThinking>("drop_thinking", &["filter_thinking"]);
+pub(crate) const KIND: StepKind = StepKind::of::<DropThinking>("drop_thinking", &["filter_thinking"])
+    .documented(
+        "Remove thinking and reasoning parts, keeping those a provider requires for the current tool turn.",
+        &[
+            KeyDoc::new(
+                "keep_current_turn",
+                KeyUnit::Flag,
+                "keep the thinking of the tool turn in progress (Anthropic requires it)",
+            ),
+            KeyDoc::new("redacted", KeyUnit::Flag, "also remove redacted (encrypted) thinking"),
+        ],
+    );
 
 /// Removes thinking and reasoning parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,14 +48,11 @@ impl Default for DropThinking {
 impl FromParams for DropThinking {
     /// Keys: `keep_current_turn`, `redacted`.
     fn from_params(p: &mut Params) -> Result<DropThinking, ConfigError> {
-        let mut step = DropThinking::default();
-        if let Some(keep) = p.bool(&["keep_current_turn"])? {
-            step.keep_current_turn = keep;
-        }
-        if let Some(redacted) = p.bool(&["redacted"])? {
-            step.redacted = redacted;
-        }
-        Ok(step)
+        let step = DropThinking::default();
+        Ok(DropThinking {
+            keep_current_turn: p.bool_or(&["keep_current_turn"], step.keep_current_turn)?,
+            redacted: p.bool_or(&["redacted"], step.redacted)?,
+        })
     }
 }
 
@@ -58,6 +67,13 @@ fn is_thinking(part: &Part, redacted: bool) -> bool {
 impl Step for DropThinking {
     fn name(&self) -> &'static str {
         "drop_thinking"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("drop_thinking")
+            .key("keep_current_turn", self.keep_current_turn)
+            .key("redacted", self.redacted)
+            .done()
     }
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {

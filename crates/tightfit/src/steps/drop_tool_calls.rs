@@ -18,13 +18,29 @@
 
 use super::shared::calls::{call_sites, remove_calls, CallSite};
 use super::shared::keep::{current_turn_start, read_keep};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::params::{FromParams, Params};
 
 /// `drop_tool_calls` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<DropToolCalls>("drop_tool_calls", &["filter_tools", "filter_tool_calls"]);
+    StepKind::of::<DropToolCalls>("drop_tool_calls", &["filter_tools", "filter_tool_calls"]).documented(
+        "Remove the calls of named tools together with their results.",
+        &[
+            KeyDoc::new("exclude_tools", KeyUnit::Names, "the tools whose calls are removed"),
+            KeyDoc::new(
+                "include_only",
+                KeyUnit::Names,
+                "when set, only calls of these tools stay and `exclude_tools` is ignored",
+            ),
+            KeyDoc::new("keep_current_turn", KeyUnit::Flag, "keep the calls of the tool turn in progress"),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Removes the calls of named tools and their results.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,15 +99,9 @@ impl FromParams for DropToolCalls {
     /// `keep_newest_user_turn`. A single tool name may be given as a string.
     fn from_params(p: &mut Params) -> Result<DropToolCalls, ConfigError> {
         let mut step = DropToolCalls::default();
-        if let Some(tools) = p.strings(&["exclude_tools", "exclude"])? {
-            step.exclude_tools = tools;
-        }
-        if let Some(tools) = p.strings(&["include_only", "include"])? {
-            step.include_only = Some(tools);
-        }
-        if let Some(keep) = p.bool(&["keep_current_turn"])? {
-            step.keep_current_turn = keep;
-        }
+        step.exclude_tools = p.strings_or(&["exclude_tools", "exclude"], &step.exclude_tools)?;
+        step.include_only = p.strings(&["include_only", "include"])?;
+        step.keep_current_turn = p.bool_or(&["keep_current_turn"], step.keep_current_turn)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }
@@ -100,6 +110,15 @@ impl FromParams for DropToolCalls {
 impl Step for DropToolCalls {
     fn name(&self) -> &'static str {
         "drop_tool_calls"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("drop_tool_calls")
+            .key("exclude_tools", self.exclude_tools.clone())
+            .key("include_only", self.include_only.clone())
+            .key("keep_current_turn", self.keep_current_turn)
+            .keep(self.keep)
+            .done()
     }
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {

@@ -19,9 +19,12 @@
 //! a step's results message). A run at the very end puts the placeholder last.
 //! Cost: O(messages).
 
-use super::shared::keep::{measure_word, read_keep};
+use super::shared::keep::{measure_word, read_keep, read_measure};
 use super::shared::select::{apply_mask, keep_first, keep_last, protected, sizes, Measure};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
@@ -31,7 +34,18 @@ pub const AUTOGEN_PLACEHOLDER: &str = "Skipped {skipped} messages.";
 
 /// `head_and_tail` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<HeadAndTail>("head_and_tail", &["keep_first_last", "keep_first_and_last", "head_tail"]);
+    StepKind::of::<HeadAndTail>("head_and_tail", &["keep_first_last", "keep_first_and_last", "head_tail"])
+        .documented(
+            "Keep the first N and the last M, with an optional \"skipped K\" placeholder between.",
+            &[
+                KeyDoc::new("head", KeyUnit::Measure, "how many to keep from the start, in what `measure` counts"),
+                KeyDoc::new("tail", KeyUnit::Measure, "how many to keep from the end, in what `measure` counts"),
+                KeyDoc::new("measure", KeyUnit::Choice, "what `head` and `tail` count: `messages`, `pairs` or `units`"),
+                KeyDoc::new("placeholder", KeyUnit::Text, "a user message put where messages were dropped, `{skipped}` standing for how many; none: nothing"),
+                KEEP_SYSTEM,
+                KEEP_NEWEST_USER_TURN,
+            ],
+        );
 
 /// Keeps the first `head` and the last `tail` messages, pairs or units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +101,16 @@ impl HeadAndTail {
 impl Step for HeadAndTail {
     fn name(&self) -> &'static str {
         "head_and_tail"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("head_and_tail")
+            .key("head", self.head)
+            .key("tail", self.tail)
+            .key("measure", measure_word(self.measure))
+            .key("placeholder", self.placeholder.clone())
+            .keep(self.keep)
+            .done()
     }
 
     fn check(&self) -> Result<(), ConfigError> {
@@ -155,18 +179,10 @@ impl FromParams for HeadAndTail {
     /// (alias `preserve_system_messages`), `keep_newest_user_turn`.
     fn from_params(p: &mut Params) -> Result<HeadAndTail, ConfigError> {
         let mut step = HeadAndTail::default();
-        if let Some(head) = p.usize(&["head", "head_size", "first_count"])? {
-            step.head = head;
-        }
-        if let Some(tail) = p.usize(&["tail", "tail_size", "last_count"])? {
-            step.tail = tail;
-        }
-        if let Some(measure) = p.choice(&["measure"], &["messages", "pairs", "units"])? {
-            step.measure = Measure::from_name(&measure);
-        }
-        if let Some(placeholder) = p.string(&["placeholder"])? {
-            step.placeholder = Some(placeholder);
-        }
+        step.head = p.usize_or(&["head", "head_size", "first_count"], step.head)?;
+        step.tail = p.usize_or(&["tail", "tail_size", "last_count"], step.tail)?;
+        step.measure = read_measure(p, step.measure)?;
+        step.placeholder = p.string(&["placeholder"])?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }

@@ -9,15 +9,31 @@
 //! two messages of the conversation proper, after the instructions, as llmling does, where the
 //! system prompt is not a message of its own). Cost: O(messages).
 
-use super::shared::keep::{measure_word, read_keep};
+use super::shared::keep::{measure_word, read_keep, read_measure};
 use super::shared::select::keep_first;
 use super::shared::select::{apply_mask, protected, Measure};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::params::{FromParams, Params};
 
 /// `keep_first` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<KeepFirst>("keep_first", &["keep_first_messages"]);
+pub(crate) const KIND: StepKind = StepKind::of::<KeepFirst>("keep_first", &["keep_first_messages"])
+    .documented(
+        "Keep the first N messages, pairs or units.",
+        &[
+            KeyDoc::new(
+                "count",
+                KeyUnit::Measure,
+                "how many to keep, counted in messages, pairs or units as `measure` says",
+            ),
+            KeyDoc::new("measure", KeyUnit::Choice, "what `count` counts: `messages`, `pairs` or `units`"),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Keeps the first `count` messages, pairs or units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +74,14 @@ impl Step for KeepFirst {
         "keep_first"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("keep_first")
+            .key("count", self.count)
+            .key("measure", measure_word(self.measure))
+            .keep(self.keep)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         if self.count == 0 {
             return Err(ConfigError::new("count", "must be at least 1"));
@@ -79,12 +103,8 @@ impl FromParams for KeepFirst {
     /// `preserve_system_messages`), `keep_newest_user_turn`.
     fn from_params(p: &mut Params) -> Result<KeepFirst, ConfigError> {
         let mut step = KeepFirst::default();
-        if let Some(count) = p.usize(&["count"])? {
-            step.count = count;
-        }
-        if let Some(measure) = p.choice(&["measure"], &["messages", "pairs", "units"])? {
-            step.measure = Measure::from_name(&measure);
-        }
+        step.count = p.usize_or(&["count"], step.count)?;
+        step.measure = read_measure(p, step.measure)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }

@@ -7,15 +7,41 @@
 //! after it and holds fewer than N. System messages and the newest user turn are kept in
 //! addition unless `keep` says otherwise. Cost: O(messages).
 
-use super::shared::keep::{measure_word, read_keep};
+use super::shared::keep::{measure_word, read_keep, read_measure};
 use super::shared::select::{apply_mask, keep_last, protected, Measure};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::params::{FromParams, Params};
 use crate::units::UnitKind;
 
 /// `keep_last` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<KeepLast>("keep_last", &["keep_last_messages", "buffered"]);
+pub(crate) const KIND: StepKind = StepKind::of::<KeepLast>("keep_last", &["keep_last_messages", "buffered"])
+    .documented(
+        "Keep the last N messages, pairs or units, never splitting a tool call from its results.",
+        &[
+            KeyDoc::new(
+                "count",
+                KeyUnit::Measure,
+                "how many to keep, counted in pairs, messages or units as `measure` says",
+            ),
+            KeyDoc::new(
+                "count_pairs",
+                KeyUnit::Flag,
+                "llmling's spelling of `measure`: true is `pairs`, false `messages`",
+            ),
+            KeyDoc::new("measure", KeyUnit::Choice, "what `count` counts: `messages`, `pairs` or `units`"),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+            KeyDoc::new(
+                "keep_first_message",
+                KeyUnit::Flag,
+                "also keep the first non-system unit (AG2 `keep_first_message`)",
+            ),
+        ],
+    );
 
 /// Keeps the last `count` messages, pairs or units.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +85,15 @@ impl Step for KeepLast {
         "keep_last"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("keep_last")
+            .key("count", self.count)
+            .key("measure", measure_word(self.measure))
+            .keep(self.keep)
+            .key("keep_first_message", self.keep_first_message)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         if self.count == 0 {
             return Err(ConfigError::new("count", "must be at least 1"));
@@ -86,19 +121,13 @@ impl FromParams for KeepLast {
     /// `keep_newest_user_turn`, `keep_first_message`.
     fn from_params(p: &mut Params) -> Result<KeepLast, ConfigError> {
         let mut step = KeepLast::default();
-        if let Some(count) = p.usize(&["count", "max_messages", "buffer_size"])? {
-            step.count = count;
-        }
+        step.count = p.usize_or(&["count", "max_messages", "buffer_size"], step.count)?;
         if let Some(pairs) = p.bool(&["count_pairs"])? {
             step.measure = if pairs { Measure::Pairs } else { Measure::Messages };
         }
-        if let Some(measure) = p.choice(&["measure"], &["messages", "pairs", "units"])? {
-            step.measure = Measure::from_name(&measure);
-        }
+        step.measure = read_measure(p, step.measure)?;
         step.keep = read_keep(p, step.keep)?;
-        if let Some(first) = p.bool(&["keep_first_message"])? {
-            step.keep_first_message = first;
-        }
+        step.keep_first_message = p.bool_or(&["keep_first_message"], step.keep_first_message)?;
         Ok(step)
     }
 }

@@ -19,7 +19,10 @@
 //! they are over. Cost: O(units) to select; step 3 tokenizes only the texts it cuts.
 
 use super::shared::keep::read_keep;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Part, Role};
 use crate::params::{FromParams, Params};
@@ -31,7 +34,20 @@ use crate::units::UnitKind;
 pub const MIDDLE_CUT_MARKER: &str = "\n[... middle cut to fit the context window ...]\n";
 
 /// `middle_out` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<MiddleOut>("middle_out", &["middle-out"]);
+pub(crate) const KIND: StepKind = StepKind::of::<MiddleOut>("middle_out", &["middle-out"]).documented(
+    "Keep the system prompt, the start and the newest; remove (or shorten) from the middle until the request fits.",
+    &[
+        KeyDoc::new("max_tokens", KeyUnit::Tokens, "the budget; none: the call's budget"),
+        KeyDoc::new("keep_first", KeyUnit::Units, "units kept at the start, after system messages (the first user turn states the task)"),
+        KeyDoc::new("keep_recent", KeyUnit::Messages, "recent messages kept, rounded out to whole units (swarms `preserve_recent_messages`)"),
+        KeyDoc::new("shorten", KeyUnit::Flag, "cut the middle of long texts of kept units when dropping whole units is not enough"),
+        KeyDoc::new("shorten_protected", KeyUnit::Flag, "also cut the system prompt and newest user turn as a last resort"),
+        KeyDoc::new("min_text_tokens", KeyUnit::Tokens, "a text is never cut below this"),
+        KeyDoc::new("placeholder", KeyUnit::Text, "a user message put where units were dropped, `{skipped}` standing for how many; none: nothing"),
+        KEEP_SYSTEM,
+        KEEP_NEWEST_USER_TURN,
+    ],
+);
 
 /// Removes units from the middle until the request fits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,21 +98,11 @@ impl FromParams for MiddleOut {
     fn from_params(p: &mut Params) -> Result<MiddleOut, ConfigError> {
         let mut step =
             MiddleOut { max_tokens: p.usize(&["max_tokens", "token_limit"])?, ..MiddleOut::default() };
-        if let Some(n) = p.usize(&["keep_first"])? {
-            step.keep_first = n;
-        }
-        if let Some(n) = p.usize(&["keep_recent", "preserve_recent_messages"])? {
-            step.keep_recent = n;
-        }
-        if let Some(b) = p.bool(&["shorten"])? {
-            step.shorten = b;
-        }
-        if let Some(b) = p.bool(&["shorten_protected"])? {
-            step.shorten_protected = b;
-        }
-        if let Some(n) = p.usize(&["min_text_tokens"])? {
-            step.min_text_tokens = n;
-        }
+        step.keep_first = p.usize_or(&["keep_first"], step.keep_first)?;
+        step.keep_recent = p.usize_or(&["keep_recent", "preserve_recent_messages"], step.keep_recent)?;
+        step.shorten = p.bool_or(&["shorten"], step.shorten)?;
+        step.shorten_protected = p.bool_or(&["shorten_protected"], step.shorten_protected)?;
+        step.min_text_tokens = p.usize_or(&["min_text_tokens"], step.min_text_tokens)?;
         step.placeholder = p.string(&["placeholder"])?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
@@ -216,6 +222,19 @@ impl MiddleOut {
 impl Step for MiddleOut {
     fn name(&self) -> &'static str {
         "middle_out"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("middle_out")
+            .key("max_tokens", self.max_tokens)
+            .key("keep_first", self.keep_first)
+            .key("keep_recent", self.keep_recent)
+            .key("shorten", self.shorten)
+            .key("shorten_protected", self.shorten_protected)
+            .key("min_text_tokens", self.min_text_tokens)
+            .key("placeholder", self.placeholder.clone())
+            .keep(self.keep)
+            .done()
     }
 
     fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {

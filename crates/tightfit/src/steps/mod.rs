@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::format::Format;
 use crate::history::History;
@@ -42,6 +42,7 @@ mod drop_tool_calls;
 mod head_and_tail;
 mod keep_first;
 mod keep_last;
+mod key_doc;
 mod middle_out;
 pub(crate) mod shared;
 mod summarize;
@@ -67,6 +68,8 @@ pub use drop_tool_calls::DropToolCalls;
 pub use head_and_tail::{HeadAndTail, AUTOGEN_PLACEHOLDER};
 pub use keep_first::KeepFirst;
 pub use keep_last::KeepLast;
+pub use key_doc::{KeyDoc, KeyUnit};
+pub(crate) use key_doc::{EXCLUDE_FILTER, FILTER_DICT, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM};
 pub use middle_out::{MiddleOut, MIDDLE_CUT_MARKER};
 pub use shared::cut::TRUNCATED_MARKER;
 pub use shared::filter::MessageFilter;
@@ -160,6 +163,17 @@ pub trait Step: Send + Sync + fmt::Debug {
 
     /// Transforms `history`.
     fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError>;
+
+    /// The step as configuration: the map (its `type` included) that
+    /// [`config::step_from_value`](crate::config::step_from_value) builds an equal step from,
+    /// every key under its own name and `null` for a setting left unset
+    /// ([`config::step_to_value`](crate::config::step_to_value) leaves out what is default).
+    /// What is lent at run time (a summarizer, a scorer) is not configuration and not written.
+    /// The default is `None`: a step configuration cannot express (a step of your own, or
+    /// settings only code can give).
+    fn to_config(&self) -> Option<Map<String, Value>> {
+        None
+    }
 }
 
 /// A step could not run.
@@ -187,27 +201,47 @@ pub type BuildStep =
 /// What [`BuildStep`] returns.
 pub type BuiltStep = Result<Box<dyn Step>, ConfigError>;
 
-/// A step as configuration knows it: its name, the peers' names for it, and how to build it.
+/// A step as configuration knows it: its name, the peers' names for it, what it does, its
+/// keys' units and meanings, and how to build it.
 ///
 /// Each step declares its own `KIND` next to its type; [`CATALOGUE`] lists them, and the
-/// configuration loader, the presets and the Python package's schema all read that one table.
+/// configuration loader, the presets, the documentation (`config::step_table`) and the Python
+/// package's schema all read that one table.
 #[derive(Clone, Copy)]
 pub struct StepKind {
     /// Its name in configuration and reports (`keep_last`).
     pub name: &'static str,
     /// Other names configuration accepts for it (the peers': `keep_last_messages`, `buffered`).
     pub aliases: &'static [&'static str],
+    /// What it does, in a sentence.
+    pub summary: &'static str,
+    /// Its keys' units and meanings, in the order its builder reads them.
+    pub keys: &'static [KeyDoc],
     /// Builds it from its keys.
     pub build: BuildStep,
 }
 
 impl StepKind {
-    /// The kind of a step read by its [`FromParams`].
+    /// The kind of a step read by its [`FromParams`], documented by [`StepKind::documented`].
     pub const fn of<S: FromParams + Step + 'static>(
         name: &'static str,
         aliases: &'static [&'static str],
     ) -> StepKind {
-        StepKind { name, aliases, build: |params, _| Ok(Box::new(S::from_params(params)?)) }
+        StepKind::built_by(name, aliases, |params, _| Ok(Box::new(S::from_params(params)?)))
+    }
+
+    /// The kind of a step `build` makes, documented by [`StepKind::documented`].
+    pub const fn built_by(
+        name: &'static str,
+        aliases: &'static [&'static str],
+        build: BuildStep,
+    ) -> StepKind {
+        StepKind { name, aliases, summary: "", keys: &[], build }
+    }
+
+    /// The same kind with what it does and its keys' documentation.
+    pub const fn documented(self, summary: &'static str, keys: &'static [KeyDoc]) -> StepKind {
+        StepKind { summary, keys, ..self }
     }
 
     /// Whether configuration may call it `name`.

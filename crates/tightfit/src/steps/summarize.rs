@@ -11,6 +11,7 @@
 //! to the header. Cost: the summarizer's (the extractive one: a pass over the removed messages
 //! and a token count per line) plus O(units).
 
+use super::shared::written::Written;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::shared::trace::{Removed, Trace};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::history::{History, Keep, Origin};
 use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
@@ -27,7 +28,24 @@ use crate::tokens::message_fingerprint;
 use crate::units::UnitKind;
 
 /// `summarize` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<Summarize>("summarize", &[]);
+pub(crate) const KIND: StepKind = StepKind::of::<Summarize>("summarize", &[]).documented(
+    "Replace older units by one structured summary (the built-in extractive summarizer unless one is lent).",
+    &[
+        KeyDoc::new(
+            "model",
+            KeyUnit::Text,
+            "llmling's key, read so its configurations load; the summarizer lent to the run decides",
+        ),
+        KeyDoc::new("threshold", KeyUnit::Messages, "the step acts only above this many messages"),
+        KeyDoc::new(
+            "keep_recent",
+            KeyUnit::Messages,
+            "recent messages left out of the summary, rounded out to whole units",
+        ),
+        KeyDoc::new("max_tokens", KeyUnit::Tokens, "the most the summary may take"),
+        KeyDoc::new("summary_prompt", KeyUnit::Text, "llmling's prompt key, read so its configurations load"),
+    ],
+);
 
 /// The tokens a summary may take unless configured.
 pub const DEFAULT_SUMMARY_TOKENS: usize = 1_000;
@@ -79,18 +97,10 @@ impl FromParams for Summarize {
     /// `max_summary_tokens`).
     fn from_params(p: &mut Params) -> Result<Summarize, ConfigError> {
         let mut step = Summarize::default();
-        if let Some(model) = p.string(&["model"])? {
-            step.model = model;
-        }
-        if let Some(n) = p.usize(&["threshold"])? {
-            step.threshold = n;
-        }
-        if let Some(n) = p.usize(&["keep_recent"])? {
-            step.keep_recent = n;
-        }
-        if let Some(n) = p.usize(&["max_tokens", "max_summary_tokens"])? {
-            step.max_tokens = n;
-        }
+        step.model = p.string_or(&["model"], &step.model)?;
+        step.threshold = p.usize_or(&["threshold"], step.threshold)?;
+        step.keep_recent = p.usize_or(&["keep_recent"], step.keep_recent)?;
+        step.max_tokens = p.usize_or(&["max_tokens", "max_summary_tokens"], step.max_tokens)?;
         step.summary_prompt = p.string(&["summary_prompt"])?;
         Ok(step)
     }
@@ -99,6 +109,16 @@ impl FromParams for Summarize {
 impl Step for Summarize {
     fn name(&self) -> &'static str {
         KIND.name
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("summarize")
+            .key("model", self.model.as_str())
+            .key("threshold", self.threshold)
+            .key("keep_recent", self.keep_recent)
+            .key("max_tokens", self.max_tokens)
+            .key("summary_prompt", self.summary_prompt.clone())
+            .done()
     }
 
     fn check(&self) -> Result<(), ConfigError> {

@@ -32,11 +32,14 @@
 //!
 //! Units are kept or dropped whole, so tool calls stay with their results. Cost: O(messages).
 
+use super::shared::written::Written;
 use std::ops::Range;
 
 use super::shared::keep::read_keep;
 use super::shared::select::{apply_mask, protected};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::message::Role;
 use crate::params::{FromParams, Params};
@@ -53,8 +56,27 @@ pub enum TaskScope {
     All,
 }
 
+impl TaskScope {
+    /// Its name in configuration (`current_task`, `all`).
+    pub fn word(self) -> &'static str {
+        match self {
+            TaskScope::CurrentTask => "current_task",
+            TaskScope::All => "all",
+        }
+    }
+}
+
 /// `task_truncation` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<TaskTruncation>("task_truncation", &["truncation"]);
+pub(crate) const KIND: StepKind = StepKind::of::<TaskTruncation>("task_truncation", &["truncation"])
+    .documented(
+        "Keep each task's first user message and the newest assistant steps of the current task, respecting task boundaries.",
+        &[
+            KeyDoc::new("preserve_recent_pairs", KeyUnit::Count("assistant steps"), "the newest assistant steps (with their results) kept in the current task"),
+            KeyDoc::new("scope", KeyUnit::Choice, "which tasks are truncated: `current_task` or `all`"),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Keeps each truncated task's first user turn and the newest assistant steps of the current
 /// task.
@@ -91,6 +113,14 @@ impl TaskTruncation {
 impl Step for TaskTruncation {
     fn name(&self) -> &'static str {
         "task_truncation"
+    }
+
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("task_truncation")
+            .key("preserve_recent_pairs", self.preserve_recent_pairs)
+            .key("scope", self.scope.word())
+            .keep(self.keep)
+            .done()
     }
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
@@ -159,12 +189,12 @@ impl FromParams for TaskTruncation {
     /// `keep_newest_user_turn`.
     fn from_params(p: &mut Params) -> Result<TaskTruncation, ConfigError> {
         let mut step = TaskTruncation::default();
-        if let Some(pairs) = p.usize(&["preserve_recent_pairs", "preserve_recent_pairs_count"])? {
-            step.preserve_recent_pairs = pairs;
-        }
-        if let Some(scope) = p.choice(&["scope"], &["current_task", "all"])? {
-            step.scope = if scope == "all" { TaskScope::All } else { TaskScope::CurrentTask };
-        }
+        step.preserve_recent_pairs = p.usize_or(
+            &["preserve_recent_pairs", "preserve_recent_pairs_count"],
+            step.preserve_recent_pairs,
+        )?;
+        let scope = p.choice_or(&["scope"], &["current_task", "all"], step.scope.word())?;
+        step.scope = if scope == "all" { TaskScope::All } else { TaskScope::CurrentTask };
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }

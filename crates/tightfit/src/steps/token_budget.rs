@@ -24,7 +24,10 @@
 use super::shared::cut::plan_cut;
 use super::shared::keep::read_keep;
 use super::shared::select::{apply_mask, protected};
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
 use crate::params::{FromParams, Params};
@@ -33,7 +36,24 @@ use crate::text::{KeepPart, Length};
 
 /// `token_budget` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<TokenBudget>("token_budget", &["token_limited", "message_token_limiter"]);
+    StepKind::of::<TokenBudget>("token_budget", &["token_limited", "message_token_limiter"]).documented(
+        "Keep the newest units that fit a token budget; optionally cut the one that crosses it.",
+        &[
+            KeyDoc::new("max_tokens", KeyUnit::Tokens, "the budget of the request; none: the call's budget"),
+            KeyDoc::new(
+                "min_tokens",
+                KeyUnit::Tokens,
+                "do nothing while the request is smaller than this (AG2 `min_tokens`)",
+            ),
+            KeyDoc::new(
+                "allow_partial",
+                KeyUnit::Flag,
+                "keep the unit that crosses the budget with its text cut from the front",
+            ),
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Keeps the newest units that fit a token budget.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -107,6 +127,15 @@ impl Step for TokenBudget {
         "token_budget"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("token_budget")
+            .key("max_tokens", self.max_tokens)
+            .key("min_tokens", self.min_tokens)
+            .key("allow_partial", self.allow_partial)
+            .keep(self.keep)
+            .done()
+    }
+
     fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {
         let budget = self.max_tokens.or(cx.budget).ok_or_else(|| {
             StepError::new(self.name(), "no token budget: set max_tokens or give the call a budget")
@@ -166,9 +195,7 @@ impl FromParams for TokenBudget {
             min_tokens: p.usize(&["min_tokens"])?,
             ..TokenBudget::default()
         };
-        if let Some(partial) = p.bool(&["allow_partial"])? {
-            step.allow_partial = partial;
-        }
+        step.allow_partial = p.bool_or(&["allow_partial"], step.allow_partial)?;
         step.keep = read_keep(p, step.keep)?;
         Ok(step)
     }

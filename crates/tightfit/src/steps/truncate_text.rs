@@ -15,11 +15,17 @@
 //! same way on every call. Cost: O(text length) for character limits; for token limits a
 //! tokenization of each message's text, and a binary search over the ones that are cut.
 
-use super::shared::cut::{check_limit, plan_cut, read_keep_part, read_length, TRUNCATED_MARKER};
+use super::shared::cut::{
+    check_limit, keep_part_word, plan_cut, read_keep_part, read_length, TRUNCATED_MARKER,
+};
 use super::shared::filter::{read_filter, MessageFilter};
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, EXCLUDE_FILTER, FILTER_DICT,
+    KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
+};
 use crate::history::{History, Keep};
 use crate::message::Role;
 use crate::params::{FromParams, Params};
@@ -27,7 +33,37 @@ use crate::plan::ChangeKind;
 use crate::text::{KeepPart, Length};
 
 /// `truncate_text` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<TruncateText>("truncate_text", &["truncate_text_parts"]);
+pub(crate) const KIND: StepKind = StepKind::of::<TruncateText>("truncate_text", &["truncate_text_parts"])
+    .documented(
+        "Cut long texts: a cap on each message's text, in characters or tokens.",
+        &[
+            KeyDoc::new(
+                "max_length",
+                KeyUnit::Characters,
+                "the longest one message's text may be, the marker included",
+            ),
+            KeyDoc::new(
+                "max_tokens",
+                KeyUnit::Tokens,
+                "the same limit in tokens, instead of `max_length` (AG2 `max_tokens_per_message`)",
+            ),
+            KeyDoc::new(
+                "roles",
+                KeyUnit::Names,
+                "the roles whose messages are cut (not `tool`: see `truncate_tool_results`)",
+            ),
+            KeyDoc::new(
+                "keep",
+                KeyUnit::Choice,
+                "which part of a long text stays: `head`, `tail` or `head_and_tail`",
+            ),
+            KeyDoc::new("marker", KeyUnit::Text, "what is written where the text was cut"),
+            FILTER_DICT,
+            EXCLUDE_FILTER,
+            KEEP_SYSTEM,
+            KEEP_NEWEST_USER_TURN,
+        ],
+    );
 
 /// Caps the text of each message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +119,17 @@ impl Step for TruncateText {
         "truncate_text"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("truncate_text")
+            .length("max_length", "max_tokens", self.limit)
+            .roles("roles", &self.roles)
+            .key("keep", keep_part_word(self.keep))
+            .key("marker", self.marker.as_str())
+            .filter(&self.filter)
+            .keep(self.protect)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         check_limit(self.limit, &self.marker, "max_length")?;
         if self.roles.is_empty() {
@@ -132,23 +179,18 @@ impl FromParams for TruncateText {
             &["max_tokens", "max_tokens_per_message"],
             step.limit,
         )?;
-        if let Some(names) = p.strings(&["roles"])? {
-            step.roles = names
-                .iter()
-                .enumerate()
-                .map(|(i, name)| {
-                    Role::from_wire(name).ok_or_else(|| {
-                        ConfigError::new(format!("roles[{i}]"), format!("unknown role {name:?}"))
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-        }
-        if let Some(keep) = read_keep_part(p)? {
-            step.keep = keep;
-        }
-        if let Some(marker) = p.string(&["marker", "suffix"])? {
-            step.marker = marker;
-        }
+        let default_roles: Vec<String> = step.roles.iter().map(|r| r.as_str().to_string()).collect();
+        step.roles = p
+            .strings_or(&["roles"], &default_roles)?
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                Role::from_wire(name)
+                    .ok_or_else(|| ConfigError::new(format!("roles[{i}]"), format!("unknown role {name:?}")))
+            })
+            .collect::<Result<_, _>>()?;
+        step.keep = read_keep_part(p, step.keep)?;
+        step.marker = p.string_or(&["marker", "suffix"], &step.marker)?;
         step.filter = read_filter(p)?;
         step.protect = read_keep(p, step.protect)?;
         Ok(step)

@@ -19,9 +19,11 @@
 //! a tokenization of each result, and a binary search over the ones that are cut.
 
 use super::shared::cut::{
-    check_limit, plan_cut, read_keep_part, read_length, until_fits_budget, TextCut, TRUNCATED_MARKER,
+    check_limit, keep_part_word, plan_cut, read_keep_part, read_length, until_fits_budget, TextCut,
+    TRUNCATED_MARKER,
 };
-use super::{ConfigError, Step, StepContext, StepError, StepKind};
+use super::shared::written::Written;
+use super::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::calls::ResultAt;
 use crate::history::History;
 use crate::message::{Part, Role};
@@ -31,7 +33,34 @@ use crate::text::{KeepPart, Length};
 
 /// `truncate_tool_results` in configuration.
 pub(crate) const KIND: StepKind =
-    StepKind::of::<TruncateToolResults>("truncate_tool_results", &["truncate_tool_outputs"]);
+    StepKind::of::<TruncateToolResults>("truncate_tool_results", &["truncate_tool_outputs"]).documented(
+        "Cut long tool outputs (head, tail, or head and tail with a marker between).",
+        &[
+            KeyDoc::new(
+                "max_length",
+                KeyUnit::Characters,
+                "the longest a result's text may be, the marker included",
+            ),
+            KeyDoc::new("max_tokens", KeyUnit::Tokens, "the same limit in tokens, instead of `max_length`"),
+            KeyDoc::new(
+                "keep",
+                KeyUnit::Choice,
+                "which part of a long result stays: `head`, `tail` or `head_and_tail`",
+            ),
+            KeyDoc::new("marker", KeyUnit::Text, "what is written where the text was cut"),
+            KeyDoc::new(
+                "keep_last",
+                KeyUnit::Count("tool results"),
+                "the newest results left whole, whatever their length",
+            ),
+            KeyDoc::new("exclude_tools", KeyUnit::Names, "tools whose results are never cut"),
+            KeyDoc::new(
+                "until_fits",
+                KeyUnit::Flag,
+                "cut oldest first only until the history fits the call's budget",
+            ),
+        ],
+    );
 
 /// Cuts long tool outputs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +165,17 @@ impl Step for TruncateToolResults {
         "truncate_tool_results"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("truncate_tool_results")
+            .length("max_length", "max_tokens", self.limit)
+            .key("keep", keep_part_word(self.keep))
+            .key("marker", self.marker.as_str())
+            .key("keep_last", self.keep_last)
+            .key("exclude_tools", self.exclude_tools.clone())
+            .key("until_fits", self.until_fits)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         check_limit(self.limit, &self.marker, "max_length")
     }
@@ -196,21 +236,11 @@ impl FromParams for TruncateToolResults {
     fn from_params(p: &mut Params) -> Result<TruncateToolResults, ConfigError> {
         let mut step = TruncateToolResults::default();
         step.limit = read_length(p, &["max_length", "max_chars"], &["max_tokens"], step.limit)?;
-        if let Some(keep) = read_keep_part(p)? {
-            step.keep = keep;
-        }
-        if let Some(marker) = p.string(&["marker", "suffix"])? {
-            step.marker = marker;
-        }
-        if let Some(n) = p.usize(&["keep_last"])? {
-            step.keep_last = n;
-        }
-        if let Some(tools) = p.strings(&["exclude_tools"])? {
-            step.exclude_tools = tools;
-        }
-        if let Some(until_fits) = p.bool(&["until_fits", "only_as_needed"])? {
-            step.until_fits = until_fits;
-        }
+        step.keep = read_keep_part(p, step.keep)?;
+        step.marker = p.string_or(&["marker", "suffix"], &step.marker)?;
+        step.keep_last = p.usize_or(&["keep_last"], step.keep_last)?;
+        step.exclude_tools = p.strings_or(&["exclude_tools"], &step.exclude_tools)?;
+        step.until_fits = p.bool_or(&["until_fits", "only_as_needed"], step.until_fits)?;
         Ok(step)
     }
 }

@@ -8,17 +8,25 @@
 
 use serde_json::{Map, Value};
 
-use super::{BuiltStep, ConfigError, Step, StepContext, StepError, StepKind};
+use super::{BuiltStep, ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::history::History;
 use crate::params::Params;
 
 /// `when` in configuration: the condition keys of [`Condition::from_value`] (llmling's
 /// `threshold` counts messages, 20 when no key is given) and the guarded `step:`.
-pub(crate) const KIND: StepKind = StepKind {
-    name: "when",
-    aliases: &["when_count_exceeds", "when_message_count_exceeds", "conditional"],
-    build: build_when,
-};
+pub(crate) const KIND: StepKind =
+    StepKind::built_by("when", &["when_count_exceeds", "when_message_count_exceeds", "conditional"], build_when)
+        .documented(
+            "Run a step only when a condition holds; several condition keys must all hold (any step also takes them as a `when:` map).",
+            &[
+                KeyDoc::new("tokens_above", KeyUnit::Tokens, "the request has more tokens than this"),
+                KeyDoc::new("messages_above", KeyUnit::Messages, "the history has more messages than this; 20 when no condition key is given"),
+                KeyDoc::new("window_fraction_above", KeyUnit::Fraction, "the request fills more than this share of the model's window"),
+                KeyDoc::new("over_budget", KeyUnit::Flag, "the request is over the call's budget"),
+                KeyDoc::new("threshold", KeyUnit::Messages, "llmling's `WhenMessageCountExceeds`: `messages_above`"),
+                KeyDoc::new("step", KeyUnit::Map, "the step to guard (required)"),
+            ],
+        );
 
 fn build_when(p: &mut Params, nested: &dyn Fn(Value) -> BuiltStep) -> BuiltStep {
     let mut map = Map::new();
@@ -92,6 +100,32 @@ impl Condition {
         };
         condition.check()?;
         Ok(condition)
+    }
+
+    /// The condition as configuration writes it (`{tokens_above: 100000}`): the map
+    /// [`Condition::from_value`] reads back. `None` for what a map cannot say: `Any`, or the
+    /// same key twice.
+    pub fn to_config(&self) -> Option<Map<String, Value>> {
+        let mut map = Map::new();
+        let one = |key: &str, value: Value| Some(Map::from_iter([(key.to_string(), value)]));
+        let parts = match self {
+            Condition::TokensAbove(n) => one("tokens_above", Value::from(*n))?,
+            Condition::MessagesAbove(n) => one("messages_above", Value::from(*n))?,
+            Condition::WindowFractionAbove(f) => one("window_fraction_above", Value::from(*f))?,
+            Condition::OverBudget => one("over_budget", Value::Bool(true))?,
+            Condition::All(all) => {
+                for condition in all {
+                    for (key, value) in condition.to_config()? {
+                        if map.insert(key, value).is_some() {
+                            return None;
+                        }
+                    }
+                }
+                return Some(map);
+            }
+            Condition::Any(_) => return None,
+        };
+        Some(parts)
     }
 
     /// Checks thresholds once, when the pipeline is built.
@@ -188,6 +222,21 @@ impl Step for When {
     fn check(&self) -> Result<(), ConfigError> {
         self.condition.check()?;
         self.step.check()
+    }
+
+    /// The guarded step's map with a `when:` guard; a `type: when` map around it when the step
+    /// is itself guarded.
+    fn to_config(&self) -> Option<Map<String, Value>> {
+        let condition = self.condition.to_config()?;
+        let mut step = self.step.to_config()?;
+        if step.contains_key("when") {
+            let mut map = Map::from_iter([("type".to_string(), Value::from("when"))]);
+            map.insert("step".into(), Value::Object(step));
+            map.extend(condition);
+            return Some(map);
+        }
+        step.insert("when".into(), Value::Object(condition));
+        Some(step)
     }
 
     fn apply(&self, history: &mut History<'_>, cx: &StepContext<'_>) -> Result<(), StepError> {

@@ -20,10 +20,22 @@
 use super::select::{is_tool_role, keep_steps_whole, Shape, Shapes};
 use crate::history::History;
 use crate::params::{FromParams, Params};
-use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::steps::shared::written::Written;
+use crate::steps::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 
 /// `ag2_history_limiter` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<Ag2HistoryLimiter>("ag2_history_limiter", &[]);
+pub(crate) const KIND: StepKind = StepKind::of::<Ag2HistoryLimiter>("ag2_history_limiter", &[]).documented(
+    "AG2's `MessageHistoryLimiter`, result for result (its split tool steps kept whole).",
+    &[
+        KeyDoc::new("max_messages", KeyUnit::Messages, "the most messages kept; none: no limit"),
+        KeyDoc::new(
+            "keep_first_message",
+            KeyUnit::Flag,
+            "keep the conversation's first message as one of `max_messages`",
+        ),
+        KeyDoc::new("exclude_names", KeyUnit::Names, "drop the messages sent by these names before counting"),
+    ],
+);
 
 /// AG2's `MessageHistoryLimiter`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -116,6 +128,14 @@ impl Step for Ag2HistoryLimiter {
         "ag2_history_limiter"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("ag2_history_limiter")
+            .key("max_messages", self.max_messages)
+            .key("keep_first_message", self.keep_first_message)
+            .key("exclude_names", self.exclude_names.clone())
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         if self.max_messages == Some(0) {
             return Err(ConfigError::new("max_messages", "must be None or greater than 1"));
@@ -148,8 +168,8 @@ impl FromParams for Ag2HistoryLimiter {
     fn from_params(p: &mut Params) -> Result<Ag2HistoryLimiter, ConfigError> {
         Ok(Ag2HistoryLimiter {
             max_messages: p.usize(&["max_messages"])?,
-            keep_first_message: p.bool(&["keep_first_message"])?.unwrap_or(false),
-            exclude_names: p.strings(&["exclude_names"])?.unwrap_or_default(),
+            keep_first_message: p.bool_or(&["keep_first_message"], false)?,
+            exclude_names: p.strings_or(&["exclude_names"], &[])?,
         })
     }
 }

@@ -29,6 +29,7 @@
 //! for older ones (all of them with `min_tokens`, which needs the total). Messages are read
 //! through an accessor so that a caller holding them elsewhere converts only those.
 
+use crate::steps::shared::written::Written;
 use std::borrow::Cow;
 
 use serde_json::Value;
@@ -41,7 +42,9 @@ use crate::message::{ContentForm, Extra, Message, Part, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
 use crate::steps::shared::filter::{read_filter, MessageFilter};
-use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::steps::{
+    ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, EXCLUDE_FILTER, FILTER_DICT,
+};
 use crate::tokens::OpenAiEncoding;
 
 /// AG2's default model.
@@ -51,7 +54,25 @@ pub const AG2_DEFAULT_MODEL: &str = "gpt-3.5-turbo-0613";
 const MAXSIZE: i128 = i64::MAX as i128;
 
 /// `ag2_token_limiter` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<Ag2TokenLimiter>("ag2_token_limiter", &[]);
+pub(crate) const KIND: StepKind = StepKind::of::<Ag2TokenLimiter>("ag2_token_limiter", &[]).documented(
+    "AG2's `MessageTokenLimiter`, token for token: cl100k text counts, cuts in `model`'s encoding.",
+    &[
+        KeyDoc::new(
+            "max_tokens_per_message",
+            KeyUnit::Tokens,
+            "the most text tokens of one message; none: no limit",
+        ),
+        KeyDoc::new("max_tokens", KeyUnit::Tokens, "the most text tokens of the history; none: no limit"),
+        KeyDoc::new("min_tokens", KeyUnit::Tokens, "change nothing while the history has fewer text tokens"),
+        KeyDoc::new(
+            "model",
+            KeyUnit::Text,
+            "the model whose encoding cuts text and whose AG2 context size caps the limits",
+        ),
+        FILTER_DICT,
+        EXCLUDE_FILTER,
+    ],
+);
 
 /// AG2's `MessageTokenLimiter`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -414,6 +435,16 @@ impl Step for Ag2TokenLimiter {
         "ag2_token_limiter"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        Written::new("ag2_token_limiter")
+            .key("max_tokens_per_message", self.max_tokens_per_message)
+            .key("max_tokens", self.max_tokens)
+            .key("min_tokens", self.min_tokens)
+            .key("model", self.model.as_str())
+            .filter(&self.filter)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         if let (Some(min), Some(max)) = (self.min_tokens, self.max_tokens) {
             if min > max {
@@ -454,7 +485,7 @@ impl FromParams for Ag2TokenLimiter {
             max_tokens_per_message: p.usize(&["max_tokens_per_message"])?,
             max_tokens: p.usize(&["max_tokens"])?,
             min_tokens: p.usize(&["min_tokens"])?,
-            model: p.string(&["model"])?.unwrap_or_else(|| AG2_DEFAULT_MODEL.to_string()),
+            model: p.string_or(&["model"], AG2_DEFAULT_MODEL)?,
             filter: read_filter(p)?,
         })
     }

@@ -26,6 +26,7 @@
 //! call, an orphan result) is cut exactly as autogen cuts it: it was invalid before, and the
 //! conformance corpus holds us to autogen's output there.
 
+use crate::steps::shared::written::Written;
 use std::ops::Range;
 
 use super::count::AutogenOpenAiCounter;
@@ -34,7 +35,7 @@ use crate::calls::{step_around, Slice};
 use crate::history::History;
 use crate::message::{Message, Role};
 use crate::params::{FromParams, Params};
-use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::steps::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::tokens::OpenAiEncoding;
 
 /// The text autogen's head-and-tail context puts where it skipped messages.
@@ -375,6 +376,24 @@ impl Step for AutogenContext {
         }
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let written = Written::new(self.name());
+        match self.policy {
+            AutogenPolicy::Buffered { buffer_size } => written.key("buffer_size", buffer_size),
+            AutogenPolicy::HeadAndTail { head_size, tail_size } => {
+                written.key("head_size", head_size).key("tail_size", tail_size)
+            }
+            AutogenPolicy::TokenLimited { token_limit, encoding } => {
+                let encoding = match encoding {
+                    OpenAiEncoding::Cl100kBase => "cl100k_base",
+                    _ => "o200k_base",
+                };
+                written.key("token_limit", token_limit).key("encoding", encoding)
+            }
+        }
+        .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         // autogen's own messages, for its ValueErrors
         match self.policy {
@@ -425,25 +444,39 @@ impl Step for AutogenContext {
 }
 
 /// `autogen_buffered` in configuration (autogen's `BufferedChatCompletionContext`).
-pub(crate) const BUFFERED: StepKind = StepKind {
-    name: "autogen_buffered",
-    aliases: &["BufferedChatCompletionContext"],
-    build: |p, _| Ok(Box::new(AutogenContext::from_params_named("autogen_buffered", p)?)),
-};
+pub(crate) const BUFFERED: StepKind = StepKind::built_by("autogen_buffered", &["BufferedChatCompletionContext"], |p, _| {
+    Ok(Box::new(AutogenContext::from_params_named("autogen_buffered", p)?))
+})
+.documented(
+    "autogen-core's `BufferedChatCompletionContext`: the last `buffer_size` autogen messages, tool steps it cuts dropped.",
+    &[KeyDoc::new("buffer_size", KeyUnit::Count("autogen messages"), "how many to keep (a run of tool results is one)")],
+);
 
 /// `autogen_head_and_tail` in configuration (autogen's `HeadAndTailChatCompletionContext`).
-pub(crate) const HEAD_AND_TAIL: StepKind = StepKind {
-    name: "autogen_head_and_tail",
-    aliases: &["HeadAndTailChatCompletionContext"],
-    build: |p, _| Ok(Box::new(AutogenContext::from_params_named("autogen_head_and_tail", p)?)),
-};
+pub(crate) const HEAD_AND_TAIL: StepKind =
+    StepKind::built_by("autogen_head_and_tail", &["HeadAndTailChatCompletionContext"], |p, _| {
+        Ok(Box::new(AutogenContext::from_params_named("autogen_head_and_tail", p)?))
+    })
+    .documented(
+        "autogen-core's `HeadAndTailChatCompletionContext`, with its \"Skipped N messages.\" placeholder.",
+        &[
+            KeyDoc::new("head_size", KeyUnit::Count("autogen messages"), "how many to keep from the start"),
+            KeyDoc::new("tail_size", KeyUnit::Count("autogen messages"), "how many to keep from the end"),
+        ],
+    );
 
 /// `autogen_token_limited` in configuration (autogen's `TokenLimitedChatCompletionContext`).
-pub(crate) const TOKEN_LIMITED: StepKind = StepKind {
-    name: "autogen_token_limited",
-    aliases: &["TokenLimitedChatCompletionContext"],
-    build: |p, _| Ok(Box::new(AutogenContext::from_params_named("autogen_token_limited", p)?)),
-};
+pub(crate) const TOKEN_LIMITED: StepKind =
+    StepKind::built_by("autogen_token_limited", &["TokenLimitedChatCompletionContext"], |p, _| {
+        Ok(Box::new(AutogenContext::from_params_named("autogen_token_limited", p)?))
+    })
+    .documented(
+        "autogen-core's `TokenLimitedChatCompletionContext` with autogen-ext's OpenAI count: removes the middle message until the limit holds.",
+        &[
+            KeyDoc::new("token_limit", KeyUnit::Tokens, "the limit; none: the call's budget"),
+            KeyDoc::new("encoding", KeyUnit::Choice, "the count's encoding: `o200k_base` or `cl100k_base`"),
+        ],
+    );
 
 impl FromParams for AutogenContext {
     /// Not used directly: the step is built by [`AutogenContext::from_params_named`], which
@@ -462,17 +495,20 @@ impl AutogenContext {
     pub fn from_params_named(name: &str, p: &mut Params) -> Result<AutogenContext, ConfigError> {
         let policy = match name {
             "autogen_head_and_tail" => AutogenPolicy::HeadAndTail {
-                head_size: p.usize(&["head_size"])?.unwrap_or(2),
-                tail_size: p.usize(&["tail_size"])?.unwrap_or(5),
+                head_size: p.usize_or(&["head_size"], 2)?,
+                tail_size: p.usize_or(&["tail_size"], 5)?,
             },
             "autogen_token_limited" => AutogenPolicy::TokenLimited {
                 token_limit: p.usize(&["token_limit"])?,
-                encoding: match p.choice(&["encoding"], &["o200k_base", "cl100k_base"])?.as_deref() {
-                    Some("cl100k_base") => OpenAiEncoding::Cl100kBase,
+                encoding: match p
+                    .choice_or(&["encoding"], &["o200k_base", "cl100k_base"], "o200k_base")?
+                    .as_str()
+                {
+                    "cl100k_base" => OpenAiEncoding::Cl100kBase,
                     _ => OpenAiEncoding::O200kBase,
                 },
             },
-            _ => AutogenPolicy::Buffered { buffer_size: p.usize(&["buffer_size"])?.unwrap_or(10) },
+            _ => AutogenPolicy::Buffered { buffer_size: p.usize_or(&["buffer_size"], 10)? },
         };
         Ok(AutogenContext { policy })
     }

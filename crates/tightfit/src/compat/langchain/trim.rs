@@ -35,6 +35,7 @@
 //! prefixes otherwise (each as costly as the counter makes it); O(log k) more for a partial
 //! message cut into k pieces; O(kept) for the repair.
 
+use crate::steps::shared::written::Written;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -48,7 +49,7 @@ use crate::history::History;
 use crate::message::Message;
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
-use crate::steps::{ConfigError, Step, StepContext, StepError, StepKind};
+use crate::steps::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
 use crate::tokens::ChatCounter;
 
 /// Which end `trim_messages` keeps.
@@ -62,6 +63,14 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Its name in configuration (`first`, `last`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Strategy::First => "first",
+            Strategy::Last => "last",
+        }
+    }
+
     /// `first` or `last`; LangChain's error otherwise.
     pub fn from_name(name: &str) -> Result<Strategy, ConfigError> {
         match name {
@@ -356,7 +365,19 @@ pub enum TrimCounter {
 }
 
 /// `langchain_trim` in configuration.
-pub(crate) const KIND: StepKind = StepKind::of::<LangchainTrim>("langchain_trim", &["trim_messages"]);
+pub(crate) const KIND: StepKind = StepKind::of::<LangchainTrim>("langchain_trim", &["trim_messages"]).documented(
+    "LangChain's `trim_messages`, result for result, except that tool calls keep their results.",
+    &[
+        KeyDoc::new("max_tokens", KeyUnit::Tokens, "the limit, in what `counter` counts; none: the call's budget"),
+        KeyDoc::new("strategy", KeyUnit::Choice, "which end to keep: `last` or `first`"),
+        KeyDoc::new("allow_partial", KeyUnit::Flag, "cut the message that crosses the limit"),
+        KeyDoc::new("include_system", KeyUnit::Flag, "keep a leading system message (strategy `last`)"),
+        KeyDoc::new("start_on", KeyUnit::Names, "for `last`: drop kept messages from the start until one of these types (`human`, `ai`, `system`, `tool`)"),
+        KeyDoc::new("end_on", KeyUnit::Names, "drop messages after the last one of these types"),
+        KeyDoc::new("counter", KeyUnit::Choice, "how messages are counted: `model` (tokens), `approximate` or `len` (messages)"),
+        KeyDoc::new("keep_tool_pairs", KeyUnit::Flag, "drop results whose call was cut and calls whose results were (the one difference from LangChain)"),
+    ],
+);
 
 /// LangChain's `trim_messages`.
 #[derive(Debug, Clone, PartialEq)]
@@ -763,6 +784,26 @@ impl Step for LangchainTrim {
         "langchain_trim"
     }
 
+    fn to_config(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let counter = match self.counter {
+            TrimCounter::Model => "model",
+            TrimCounter::Messages => "len",
+            // configuration names LangChain's default settings only
+            TrimCounter::Approximate(settings) if settings == Approximate::default() => "approximate",
+            TrimCounter::Approximate(_) => return None,
+        };
+        Written::new("langchain_trim")
+            .key("max_tokens", self.max_tokens)
+            .key("strategy", self.strategy.word())
+            .key("allow_partial", self.allow_partial)
+            .key("include_system", self.include_system)
+            .key("start_on", self.start_on.clone())
+            .key("end_on", self.end_on.clone())
+            .key("counter", counter)
+            .key("keep_tool_pairs", self.keep_tool_pairs)
+            .done()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
         self.check_args()
     }
@@ -826,27 +867,19 @@ impl FromParams for LangchainTrim {
     /// (`model`, `approximate`, `len`), `keep_tool_pairs`.
     fn from_params(p: &mut Params) -> Result<LangchainTrim, ConfigError> {
         let mut step = LangchainTrim { max_tokens: p.f64(&["max_tokens"])?, ..LangchainTrim::default() };
-        if let Some(s) = p.string(&["strategy"])? {
-            step.strategy = Strategy::from_name(&s)?;
-        }
-        if let Some(b) = p.bool(&["allow_partial"])? {
-            step.allow_partial = b;
-        }
-        if let Some(b) = p.bool(&["include_system"])? {
-            step.include_system = b;
-        }
+        step.strategy = Strategy::from_name(&p.string_or(&["strategy"], step.strategy.word())?)?;
+        step.allow_partial = p.bool_or(&["allow_partial"], step.allow_partial)?;
+        step.include_system = p.bool_or(&["include_system"], step.include_system)?;
         step.start_on = p.strings(&["start_on"])?.filter(|s| !s.is_empty());
         step.end_on = p.strings(&["end_on"])?.filter(|s| !s.is_empty());
-        if let Some(c) = p.choice(&["counter", "token_counter"], &["model", "approximate", "len"])? {
-            step.counter = match c.as_str() {
-                "approximate" => TrimCounter::Approximate(Approximate::default()),
-                "len" => TrimCounter::Messages,
-                _ => TrimCounter::Model,
-            };
-        }
-        if let Some(b) = p.bool(&["keep_tool_pairs"])? {
-            step.keep_tool_pairs = b;
-        }
+        let counter =
+            p.choice_or(&["counter", "token_counter"], &["model", "approximate", "len"], "model")?;
+        step.counter = match counter.as_str() {
+            "approximate" => TrimCounter::Approximate(Approximate::default()),
+            "len" => TrimCounter::Messages,
+            _ => TrimCounter::Model,
+        };
+        step.keep_tool_pairs = p.bool_or(&["keep_tool_pairs"], step.keep_tool_pairs)?;
         Ok(step)
     }
 }

@@ -42,6 +42,10 @@ pub(crate) fn read_length(
 ) -> Result<Length, ConfigError> {
     let chars = p.usize(chars_keys)?;
     let tokens = p.usize(token_keys)?;
+    match default {
+        Length::Chars(n) => p.note_default(chars_keys[0], n),
+        Length::Tokens(n) => p.note_default(token_keys[0], n),
+    }
     match (chars, tokens) {
         (Some(_), Some(_)) => Err(ConfigError::new(
             token_keys[0],
@@ -53,13 +57,22 @@ pub(crate) fn read_length(
     }
 }
 
-/// Reads `keep`: `head`, `tail` or `head_and_tail`.
-pub(crate) fn read_keep_part(p: &mut Params) -> Result<Option<KeepPart>, ConfigError> {
-    Ok(p.choice(&["keep"], &["head", "tail", "head_and_tail"])?.map(|keep| match keep.as_str() {
+/// Reads `keep`: `head`, `tail` or `head_and_tail`; `default` when absent.
+pub(crate) fn read_keep_part(p: &mut Params, default: KeepPart) -> Result<KeepPart, ConfigError> {
+    Ok(match p.choice_or(&["keep"], &["head", "tail", "head_and_tail"], keep_part_word(default))?.as_str() {
         "tail" => KeepPart::Tail,
         "head_and_tail" => KeepPart::HeadAndTail,
         _ => KeepPart::Head,
-    }))
+    })
+}
+
+/// `keep`'s name for `part` in configuration.
+pub(crate) fn keep_part_word(part: KeepPart) -> &'static str {
+    match part {
+        KeepPart::Head => "head",
+        KeepPart::Tail => "tail",
+        KeepPart::HeadAndTail => "head_and_tail",
+    }
 }
 
 /// The budget a step that cuts or clears `until_fits` stops at: the call's (`None` when the

@@ -115,9 +115,7 @@ pub(crate) fn read_filter(p: &mut Params) -> Result<MessageFilter, ConfigError> 
             return Err(ConfigError::new(key, "expected a map of message fields to accepted values"))
         }
     }
-    if let Some(exclude) = p.bool(&["exclude_filter", "exclude"])? {
-        filter.exclude = exclude;
-    }
+    filter.exclude = p.bool_or(&["exclude_filter", "exclude"], filter.exclude)?;
     Ok(filter)
 }
 

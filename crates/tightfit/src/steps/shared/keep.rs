@@ -9,14 +9,20 @@ use crate::params::{ConfigError, Params};
 use super::select::Measure;
 
 /// Reads `keep_system` (alias `preserve_system_messages`) and `keep_newest_user_turn`.
-pub(crate) fn read_keep(p: &mut Params, mut keep: Keep) -> Result<Keep, ConfigError> {
-    if let Some(system) = p.bool(&["keep_system", "preserve_system_messages"])? {
-        keep.system = system;
-    }
-    if let Some(newest) = p.bool(&["keep_newest_user_turn"])? {
-        keep.newest_user_turn = newest;
-    }
-    Ok(keep)
+pub(crate) fn read_keep(p: &mut Params, keep: Keep) -> Result<Keep, ConfigError> {
+    Ok(Keep {
+        system: p.bool_or(&["keep_system", "preserve_system_messages"], keep.system)?,
+        newest_user_turn: p.bool_or(&["keep_newest_user_turn"], keep.newest_user_turn)?,
+    })
+}
+
+/// Reads `measure` (`messages`, `pairs`, `units`); `default` when absent.
+pub(crate) fn read_measure(p: &mut Params, default: Measure) -> Result<Measure, ConfigError> {
+    Ok(Measure::from_name(&p.choice_or(
+        &["measure"],
+        &["messages", "pairs", "units"],
+        measure_word(default),
+    )?))
 }
 
 pub(crate) fn measure_word(measure: Measure) -> &'static str {
