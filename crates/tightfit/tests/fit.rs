@@ -483,6 +483,11 @@ fn configuration_errors_name_the_key() {
         err("steps:\n  - type: keep_last\n    when: {tokens_abve: 3}\n", Syntax::Yaml),
         "steps[0].when.tokens_abve: unknown key; did you mean \"tokens_above\"? (known keys: tokens_above, messages_above, window_fraction_above, window_fraction, over_budget)"
     );
+    assert!(
+        err("steps:\n  - type: keep_last\n    when: {window_fraction_above: 0}\n", Syntax::Yaml)
+            .contains("window_fraction_above: must be a number above 0"),
+        "the error names the key as configuration spells it"
+    );
 }
 
 #[test]

@@ -132,7 +132,7 @@ impl Condition {
     pub fn check(&self) -> Result<(), ConfigError> {
         match self {
             Condition::WindowFractionAbove(f) if !(f.is_finite() && *f > 0.0) => {
-                Err(ConfigError::new("window_fraction", format!("must be a number above 0, found {f}")))
+                Err(ConfigError::new("window_fraction_above", format!("must be a number above 0, found {f}")))
             }
             Condition::All(all) | Condition::Any(all) => all.iter().try_for_each(Condition::check),
             _ => Ok(()),
