@@ -55,6 +55,10 @@ pub struct History<'a> {
     references: Vec<Reference>,
     /// The input indices of the messages holding an original some reference points at.
     reference_targets: foldhash::HashSet<usize>,
+    /// Where each input message stands now, built when references are first mended and kept
+    /// until a message is inserted or removed: steps that edit many referenced originals one
+    /// by one (clearing, truncating) would otherwise map the whole history once per edit.
+    positions: Option<foldhash::HashMap<usize, usize>>,
 }
 
 impl<'a> History<'a> {
@@ -116,6 +120,7 @@ impl<'a> History<'a> {
             revision: 0,
             references: Vec::new(),
             reference_targets: Default::default(),
+            positions: None,
         }
     }
 
@@ -415,6 +420,7 @@ impl<'a> History<'a> {
     pub fn remove(&mut self, index: usize, reason: &str) {
         let message = self.messages.remove(index);
         let meta = self.meta.remove(index);
+        self.positions = None;
         drop(message);
         self.message_tokens -= meta.tokens;
         if let Origin::Input(input) = meta.origin {
@@ -450,6 +456,7 @@ impl<'a> History<'a> {
         let reason: Arc<str> = Arc::from(reason);
         let messages = std::mem::take(&mut self.messages);
         let meta = std::mem::take(&mut self.meta);
+        self.positions = None;
         let first_dropped = self.dropped.len();
         for ((message, meta), keep) in messages.into_iter().zip(meta).zip(keep) {
             if *keep {
@@ -511,20 +518,25 @@ impl<'a> History<'a> {
                 groups[g].1.push(i);
             }
         }
-        let position: foldhash::HashMap<usize, usize> = self
-            .meta
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| match m.origin {
-                Origin::Input(input) => Some((input, i)),
-                Origin::Inserted => None,
-            })
-            .collect();
+        let position = match self.positions.take() {
+            Some(position) => position,
+            None => self
+                .meta
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| match m.origin {
+                    Origin::Input(input) => Some((input, i)),
+                    Origin::Inserted => None,
+                })
+                .collect(),
+        };
         let mut gone = vec![false; self.references.len()];
+        let mut altered = false;
         for ((target, original), members) in groups {
             if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
                 continue;
             }
+            altered = true;
             // the references still written where they were go on; the others are gone
             let mut live = Vec::new();
             for i in members {
@@ -569,6 +581,11 @@ impl<'a> History<'a> {
                 });
             }
         }
+        // edits move no message: the map stays true for the next mend
+        self.positions = Some(position);
+        if !altered {
+            return;
+        }
         let mut k = 0;
         self.references.retain(|_| {
             k += 1;
@@ -583,6 +600,7 @@ impl<'a> History<'a> {
         let tokens = self.cache.message_tokens(&self.counter, &message);
         self.message_tokens += tokens;
         self.messages.insert(index, Cow::Owned(message));
+        self.positions = None;
         self.meta.insert(
             index,
             Meta {
