@@ -321,10 +321,16 @@ impl ClearToolResults {
 /// did. A result with media or other parts is left to be cleared. Cost: counting the result
 /// up to that size, and a cut by tokens when it is bigger.
 fn cut_to_fit(history: &mut History<'_>, site: ResultAt, excess: usize) -> bool {
+    let mut left = excess + MIN_CUT_KEEPS;
+    // the message's count (cached) bounds its result's: a result no bigger than what is
+    // left is cleared, not cut, and need not be tokenized (every warm fit would otherwise
+    // tokenize every result it clears)
+    if history.tokens_of(site.message()..site.message() + 1) <= left {
+        return false;
+    }
     let message = history.message(site.message());
     let Some(parts) = site.parts(message) else { return false };
     let counter = history.counter().text_counter();
-    let mut left = excess + MIN_CUT_KEEPS;
     let mut big = false;
     for part in parts {
         let Part::Text(t) = part else { return false };
