@@ -326,3 +326,13 @@ fn real_transcripts_converted_to_responses_round_trip() {
     assert!(conversations > 400, "only {conversations} conversations converted");
     assert!(items > 5_000, "only {items} items");
 }
+
+#[test]
+fn a_null_output_is_an_error_naming_it_not_an_empty_result() {
+    let body = json!({"model": "gpt-5", "input": [
+        {"role": "user", "content": "go"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": null}]});
+    let err = format::parse_value(body, FormatHint::Exactly(Format::Responses)).unwrap_err().to_string();
+    assert!(err.contains("input[2].output") && err.contains("found null"), "{err}");
+}

@@ -197,6 +197,10 @@ fn read_message_item(mut map: Map<String, Value>, at: &Path) -> Result<Message, 
 fn read_output(mut map: Map<String, Value>, at: &Path) -> Result<Message, FormatError> {
     let call_id = required_string(&mut map, "call_id", at)?;
     let output = take(&mut map, "output").ok_or_else(|| at.error("missing `output`"))?;
+    // the API takes no null output; read as empty, it would come back as "" (not the input)
+    if output.is_null() {
+        return Err(at.key("output").expected("a string or an array of content parts", &output));
+    }
     let (content_form, parts) =
         read_content(output, &at.key("output"), read_input_part, "a string or an array of content parts")?;
     // `type` stays in `extra`: it says which kind of output this is
