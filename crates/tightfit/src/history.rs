@@ -530,13 +530,14 @@ impl<'a> History<'a> {
                 })
                 .collect(),
         };
-        let mut gone = vec![false; self.references.len()];
-        let mut altered = false;
+        // which references go, sized only once a mend changes something (most find their
+        // original still holding)
+        let mut gone: Vec<bool> = Vec::new();
         for ((target, original), members) in groups {
             if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
                 continue;
             }
-            altered = true;
+            gone.resize(self.references.len(), false);
             // the references still written where they were go on; the others are gone
             let mut live = Vec::new();
             for i in members {
@@ -583,7 +584,7 @@ impl<'a> History<'a> {
         }
         // edits move no message: the map stays true for the next mend
         self.positions = Some(position);
-        if !altered {
+        if gone.is_empty() {
             return;
         }
         let mut k = 0;

@@ -185,13 +185,18 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
 /// Anthropic assistant message is a response of its own.
 pub(crate) fn response_end(messages: &[&Message], start: usize) -> usize {
     let mut end = start + 1;
-    while end < messages.len()
-        && messages[end].role == Role::Assistant
-        && (messages[end - 1].is_response_item() || messages[end].is_response_item())
-    {
+    while end < messages.len() && one_response(messages[end - 1], messages[end]) {
         end += 1;
     }
     end
+}
+
+/// Whether `next` continues the model response `last` belongs to: two assistant messages of
+/// which one is a Responses item.
+fn one_response(last: &Message, next: &Message) -> bool {
+    last.role == Role::Assistant
+        && next.role == Role::Assistant
+        && (last.is_response_item() || next.is_response_item())
 }
 
 /// Where the turns of the sessions issue's agent loop end: one message appended per turn (the
@@ -207,10 +212,7 @@ pub fn message_ends<M: Borrow<Message>>(messages: &[M]) -> Vec<usize> {
             k == messages.len() || {
                 let (last, next) = (messages[k - 1].borrow(), messages[k].borrow());
                 let results_of_one_step = last.is_tool_result() && next.is_tool_result();
-                let one_reply = last.role == Role::Assistant
-                    && next.role == Role::Assistant
-                    && (last.is_response_item() || next.is_response_item());
-                !results_of_one_step && !one_reply
+                !results_of_one_step && !one_response(last, next)
             }
         })
         .collect()

@@ -89,7 +89,7 @@ impl Decision {
                 kinds[i] = kind;
             }
         }
-        let entries = fitted
+        let mut entries: Vec<Entry> = fitted
             .plan
             .output
             .iter()
@@ -107,8 +107,7 @@ impl Decision {
                     detail: format!("written at the compaction of epoch {epoch}"),
                 },
             })
-            .collect::<Vec<Entry>>();
-        let mut entries = entries;
+            .collect();
         if let Some(open) = open_step.filter(|&open| open < fingerprints.len()) {
             let first_open = entries
                 .iter()
