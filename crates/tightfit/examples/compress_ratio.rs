@@ -7,7 +7,9 @@
 //! requests, explanations, SEARCH/REPLACE edits), each compressed alone as the step compresses
 //! one text part: those longer than `min_chars` (500) characters; and, for prose, the user and
 //! assistant texts of the mini-SWE-agent trajectories (the task, the model's reasoning between
-//! commands) at every length. For each setting: how many
+//! commands) at every length; and from the second corpus (`../shared/data2`), the tool
+//! results of the OpenHands runs and the texts of the Claude Code sessions (Anthropic blocks).
+//! For each setting: how many
 //! of those texts had words to drop, the share of words kept, o200k_base tokens before and
 //! after, the time per KB of text (the compression only, one thread, after a warm-up that
 //! builds the scorer's table), and the share of the ledger's facts (`facts_of_text` of each
@@ -28,9 +30,10 @@ use tightfit::steps::CompressText;
 use tightfit::summary::ledger::facts_of_text;
 use tightfit::tokens::{OpenAiEncoding, TokenCounter};
 
-/// The texts of one corpus a step would compress: tool results, or user and assistant texts.
+/// The texts of one corpus file (`data/...` or `data2/...`) a step would compress: tool
+/// results, or user and assistant texts.
 fn texts(file: &str, tool_results: bool) -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(file);
     let data = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!("{}: {e} (the shared corpus must sit beside the repository)", path.display())
     });
@@ -122,9 +125,14 @@ fn main() {
     let _ = CompressText { min_chars: 0, ..CompressText::default() }
         .compress("a warm-up text of a few words for the table", &counter);
     let corpora = [
-        ("mini-SWE-agent tool results", texts("agent_mini_swe_deepseek.jsonl", true)),
-        ("aider user and assistant texts", texts("chat_aider_sessions.jsonl", false)),
-        ("mini-SWE-agent user and assistant texts", texts("agent_mini_swe_deepseek.jsonl", false)),
+        ("mini-SWE-agent tool results", texts("data/agent_mini_swe_deepseek.jsonl", true)),
+        ("aider user and assistant texts", texts("data/chat_aider_sessions.jsonl", false)),
+        ("mini-SWE-agent user and assistant texts", texts("data/agent_mini_swe_deepseek.jsonl", false)),
+        ("OpenHands tool results (data2)", texts("data2/agent_openhands.jsonl", true)),
+        (
+            "Claude Code user and assistant texts (data2)",
+            texts("data2/agent_claude_code_sessions_anthropic.jsonl", false),
+        ),
     ];
     let all_lengths = |step: CompressText| CompressText { min_chars: 0, ..step };
     let settings = [
@@ -146,6 +154,10 @@ fn main() {
         (1, "target_tokens 256", CompressText::tokens(256)),
         (2, "rate 0.5, min_chars 0", all_lengths(CompressText::default())),
         (2, "rate 0.3, min_chars 0", all_lengths(CompressText::rate(0.3))),
+        (3, "rate 0.5", CompressText::default()),
+        (3, "rate 0.3", CompressText::rate(0.3)),
+        (4, "rate 0.5", CompressText::default()),
+        (4, "rate 0.3", CompressText::rate(0.3)),
     ];
     println!("| texts | setting | texts over min_chars | compressed | words kept | tokens before → after | tokens kept | µs per KB | ledger facts kept |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
