@@ -51,10 +51,16 @@ pub struct History<'a> {
     /// The input's fingerprint for the plan, from the message fingerprints counting gave.
     input_fingerprint: String,
     revision: u64,
-    /// The references steps wrote, in the order they were written (message order).
+    /// The references steps wrote, in the order they were written (message order). One that
+    /// stops being true stays here, out of `referrers_of`: indices into this list stay put.
     references: Vec<Reference>,
-    /// The input indices of the messages holding an original some reference points at.
-    reference_targets: foldhash::HashSet<usize>,
+    /// Per input index of a message holding an original: the references to it still kept
+    /// true (indices into `references`, in the order written). A mend reads only the lists
+    /// of the messages it was told changed, never the whole list.
+    referrers_of: foldhash::HashMap<usize, Vec<usize>>,
+    /// While a step mends in one go ([`History::defer_mends`]): the input indices of the
+    /// changed or removed originals, mended by [`History::settle_mends`].
+    deferred_mends: Option<Vec<usize>>,
     /// Where each input message stands now, built when references are first mended and kept
     /// until a message is inserted or removed: steps that edit many referenced originals one
     /// by one (clearing, truncating) would otherwise map the whole history once per edit.
@@ -119,7 +125,8 @@ impl<'a> History<'a> {
             input_fingerprint: input_fingerprint(fingerprints.into_iter()),
             revision: 0,
             references: Vec::new(),
-            reference_targets: Default::default(),
+            referrers_of: Default::default(),
+            deferred_mends: None,
             positions: None,
         }
     }
@@ -470,7 +477,7 @@ impl<'a> History<'a> {
             }
         }
         self.changed();
-        if !self.reference_targets.is_empty() {
+        if !self.referrers_of.is_empty() {
             let gone: Vec<usize> = self.dropped[first_dropped..].iter().map(|d| d.0).collect();
             self.mend(&gone);
         }
@@ -479,45 +486,60 @@ impl<'a> History<'a> {
 
     /// Records a reference a step wrote into a message, so that it is kept true.
     pub(crate) fn refer(&mut self, reference: Reference) {
-        self.reference_targets.insert(reference.target);
+        self.referrers_of.entry(reference.target).or_default().push(self.references.len());
         self.references.push(reference);
     }
 
     /// Checks the references to the message at `index` after it changed.
     fn mend_edited(&mut self, index: usize) {
-        if self.reference_targets.is_empty() {
+        if self.referrers_of.is_empty() {
             return;
         }
         if let Origin::Input(input) = self.meta[index].origin {
-            if self.reference_targets.contains(&input) {
+            if self.referrers_of.contains_key(&input) {
                 self.mend(&[input]);
             }
+        }
+    }
+
+    /// Until [`settle_mends`](History::settle_mends), references to a changed or removed
+    /// original are mended once, together, rather than after each change. For a step that
+    /// changes many messages in a row (clearing old results oldest first): mended one by
+    /// one, an original would move into the next copy, which the step then clears in turn,
+    /// and every other reference would be rewritten at each move, quadratic in the copies.
+    /// The tokens the mend gives back are not in [`total_tokens`](History::total_tokens)
+    /// until then: a step that stops on the budget settles before it trusts it.
+    pub(crate) fn defer_mends(&mut self) {
+        self.deferred_mends.get_or_insert_with(Vec::new);
+    }
+
+    /// Mends the references to every original changed or removed since
+    /// [`defer_mends`](History::defer_mends), and mends at once again from then on. Nothing
+    /// to do when nothing was deferred.
+    pub(crate) fn settle_mends(&mut self) {
+        if let Some(touched) = self.deferred_mends.take() {
+            self.mend(&touched);
         }
     }
 
     /// Keeps the references to the input messages `touched` (changed or removed) true: for
     /// each original one of them held and holds no more, the first message still holding a
     /// reference to it gets the original back, and the others are pointed at that one.
-    /// Cost: one pass over the references and the messages' origins; one edit per message
-    /// whose references change (80,000 parallel results in one message are one edit).
+    /// Cost: the references to the touched messages, and the messages' origins once until a
+    /// message is inserted or removed; one edit per message whose references change (80,000
+    /// parallel results in one message are one edit).
     fn mend(&mut self, touched: &[usize]) {
-        let touched: foldhash::HashSet<usize> =
-            touched.iter().copied().filter(|t| self.reference_targets.contains(t)).collect();
+        if let Some(deferred) = &mut self.deferred_mends {
+            deferred.extend(touched.iter().copied().filter(|t| self.referrers_of.contains_key(t)));
+            return;
+        }
+        let mut touched: Vec<usize> =
+            touched.iter().copied().filter(|t| self.referrers_of.contains_key(t)).collect();
         if touched.is_empty() {
             return;
         }
-        // the references to each original those messages held, in the order written
-        let mut groups: Vec<((usize, references::Holds), Vec<usize>)> = Vec::new();
-        let mut group_of: foldhash::HashMap<(usize, references::Holds), usize> = Default::default();
-        for (i, r) in self.references.iter().enumerate() {
-            if touched.contains(&r.target) {
-                let g = *group_of.entry((r.target, r.holds)).or_insert_with(|| {
-                    groups.push(((r.target, r.holds), Vec::new()));
-                    groups.len() - 1
-                });
-                groups[g].1.push(i);
-            }
-        }
+        touched.sort_unstable();
+        touched.dedup();
         let position = match self.positions.take() {
             Some(position) => position,
             None => self
@@ -530,69 +552,79 @@ impl<'a> History<'a> {
                 })
                 .collect(),
         };
-        // which references go, sized only once a mend changes something (most find their
-        // original still holding)
-        let mut gone: Vec<bool> = Vec::new();
-        for ((target, original), members) in groups {
-            if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
-                continue;
-            }
-            gone.resize(self.references.len(), false);
-            // the references still written where they were go on; the others are gone
-            let mut live = Vec::new();
+        for target in touched {
+            let Some(members) = self.referrers_of.remove(&target) else { continue };
+            // the references to each original that message held, in the order written
+            let mut groups: Vec<(references::Holds, Vec<usize>)> = Vec::new();
             for i in members {
-                let r = &self.references[i];
-                match position.get(&r.referrer) {
-                    Some(&m) if r.still_written_in(&self.messages[m]) => live.push(i),
-                    _ => gone[i] = true,
+                let original = self.references[i].holds;
+                match groups.iter_mut().find(|(holds, _)| *holds == original) {
+                    Some((_, group)) => group.push(i),
+                    None => groups.push((original, vec![i])),
                 }
             }
-            let Some((&first, rest)) = live.split_first() else { continue };
-            gone[first] = true;
-            let restored = self.references[first].clone();
-            let at = position[&restored.referrer];
-            let detail = format!(
-                "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
-                restored.written, self.step
-            );
-            self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None));
-            // the others now point at the restored copy, one edit per message
-            let text = restored.render_to(&self.messages[at]);
-            let mut by_message: Vec<(usize, Vec<Reference>)> = Vec::new();
-            for &i in rest {
-                let reference = &mut self.references[i];
-                let before = Reference {
-                    written: std::mem::replace(&mut reference.written, text.clone()),
-                    ..reference.clone()
-                };
-                reference.target = restored.referrer;
-                let m = position[&reference.referrer];
-                match by_message.last_mut() {
-                    Some((last, list)) if *last == m => list.push(before),
-                    _ => by_message.push((m, vec![before])),
+            let mut still = Vec::new();
+            for (original, members) in groups {
+                if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
+                    still.extend(members);
+                    continue;
                 }
+                // the references still written where they were go on; the others are gone
+                let live: Vec<usize> = members
+                    .into_iter()
+                    .filter(|&i| {
+                        let r = &self.references[i];
+                        position.get(&r.referrer).is_some_and(|&m| r.still_written_in(&self.messages[m]))
+                    })
+                    .collect();
+                let Some((&first, rest)) = live.split_first() else { continue };
+                self.restore(first, rest, &position);
             }
-            for (m, list) in by_message {
-                let detail =
-                    format!("{} reference(s) now point at the restored copy: \"{text}\"", list.len());
-                self.edit_unmended(m, ChangeKind::Replaced, detail, |message| {
-                    for reference in &list {
-                        reference.rewrite(message, Some(&text));
-                    }
-                });
+            if !still.is_empty() {
+                self.referrers_of.insert(target, still);
             }
         }
         // edits move no message: the map stays true for the next mend
         self.positions = Some(position);
-        if gone.is_empty() {
+    }
+
+    /// Puts the original of reference `first` back where that reference is written, and
+    /// points the references `rest` (to the same original) at it: one edit per message.
+    fn restore(&mut self, first: usize, rest: &[usize], position: &foldhash::HashMap<usize, usize>) {
+        let restored = self.references[first].clone();
+        let at = position[&restored.referrer];
+        let detail = format!(
+            "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
+            restored.written, self.step
+        );
+        self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None));
+        if rest.is_empty() {
             return;
         }
-        let mut k = 0;
-        self.references.retain(|_| {
-            k += 1;
-            !gone[k - 1]
-        });
-        self.reference_targets = self.references.iter().map(|r| r.target).collect();
+        let text = restored.render_to(&self.messages[at]);
+        let mut by_message: Vec<(usize, Vec<Reference>)> = Vec::new();
+        for &i in rest {
+            let reference = &mut self.references[i];
+            let before = Reference {
+                written: std::mem::replace(&mut reference.written, text.clone()),
+                ..reference.clone()
+            };
+            reference.target = restored.referrer;
+            let m = position[&reference.referrer];
+            match by_message.last_mut() {
+                Some((last, list)) if *last == m => list.push(before),
+                _ => by_message.push((m, vec![before])),
+            }
+        }
+        self.referrers_of.entry(restored.referrer).or_default().extend_from_slice(rest);
+        for (m, list) in by_message {
+            let detail = format!("{} reference(s) now point at the restored copy: \"{text}\"", list.len());
+            self.edit_unmended(m, ChangeKind::Replaced, detail, |message| {
+                for reference in &list {
+                    reference.rewrite(message, Some(&text));
+                }
+            });
+        }
     }
 
     /// Inserts a message written by the running step at `index` (a placeholder, a synthetic

@@ -60,6 +60,8 @@ impl Pipeline {
             let before = (history.len(), history.total_tokens(), history.revision(), history.dropped_count());
             let notes = history.notes_count();
             step.apply(history, cx)?;
+            // a step that deferred its mends and returned early still leaves them true
+            history.settle_mends();
             repair::normalize(history);
             if history.revision() != before.2 {
                 let mut log =

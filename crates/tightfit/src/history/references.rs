@@ -11,8 +11,13 @@
 //! content moves forward instead of vanishing; the tokens it costs are counted like any other
 //! change, so the budget rungs that follow see them.
 //!
-//! Cost: nothing for a history without references; otherwise a set lookup per changed or
-//! removed message, and a pass over the messages when an original is lost.
+//! A step that clears many results oldest first mends once, at its end (or when it checks
+//! the budget): mended after each change, an original would move into the next copy, which
+//! the step clears in turn, rewriting every other reference at each move.
+//!
+//! Cost: nothing for a history without references; otherwise a map lookup per changed or
+//! removed message, the references to an original when it is lost, and a pass over the
+//! messages' origins once until one is inserted or removed.
 
 use std::borrow::Cow;
 use std::hash::Hash;

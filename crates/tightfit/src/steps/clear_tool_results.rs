@@ -273,9 +273,20 @@ impl ClearToolResults {
         let placeholder = &self.placeholder;
         let mut cleared = 0;
         let mut cut = Vec::new();
+        // oldest first, an original `dedupe` referred to would move into the next copy, which
+        // this loop then clears in turn: its references are mended once, where they stop
+        history.defer_mends();
         for edit in edits {
             let excess = match budget {
-                Some(b) if history.total_tokens() <= b => break,
+                Some(b) if history.total_tokens() <= b => {
+                    // the originals given back may not fit: only a settled count is trusted
+                    history.settle_mends();
+                    if history.total_tokens() <= b {
+                        break;
+                    }
+                    history.defer_mends();
+                    Some(history.total_tokens() - b)
+                }
                 Some(b) => Some(history.total_tokens() - b),
                 None => None,
             };
@@ -312,6 +323,7 @@ impl ClearToolResults {
                 }
             });
         }
+        history.settle_mends();
         (cleared, cut)
     }
 }
@@ -552,6 +564,39 @@ mod tests {
         let budget = before - (log_tokens - MIN_CUT_KEEPS + 20);
         let out = run_in(&step, &input, StepContext::new(Format::OpenAi).with_budget(budget));
         assert_eq!(out[2].text_content(), CLEARED_RESULT);
+    }
+
+    #[test]
+    fn an_original_repeated_down_the_line_moves_once_to_where_clearing_stops() {
+        // six reads of one file: dedupe leaves the first and five references to it
+        let mut input = loop_history(6);
+        for m in input.iter_mut().filter(|m| m.tool_call_id.is_some()) {
+            m.parts = vec![Part::Text(TextPart::new(long("same").as_str()))];
+        }
+        let cx = StepContext::new(Format::OpenAi);
+        let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        history.set_step("dedupe");
+        crate::steps::Dedupe::default().apply(&mut history, &cx).unwrap();
+        history.set_step("clear_tool_results");
+        ClearToolResults::keeping(2).apply(&mut history, &cx).unwrap();
+        let results: Vec<String> = (0..history.len())
+            .map(|i| history.message(i))
+            .filter(|m| m.tool_call_id.is_some())
+            .map(|m| m.text_content())
+            .collect();
+        // the four oldest are cleared (the references among them too); the original is back
+        // in the first result kept, and the newest points at it
+        assert_eq!(results[..4], [CLEARED_RESULT; 4]);
+        assert_eq!(results[4], long("same"));
+        assert_eq!(results[5], "[identical to the result of tool call r4 above]");
+        // moved once, not into each copy the step went on to clear
+        let restores = (0..history.len())
+            .flat_map(|i| history.changes(i))
+            .filter(|c| c.detail.starts_with("restored"))
+            .count();
+        assert_eq!(restores, 1);
+        let rewrites = history.changes(history.len() - 2).len();
+        assert_eq!(rewrites, 2, "the newest copy: deduped, then pointed at r4 once");
     }
 
     #[test]
