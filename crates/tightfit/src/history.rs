@@ -65,6 +65,8 @@ pub struct History<'a> {
     /// until a message is inserted or removed: steps that edit many referenced originals one
     /// by one (clearing, truncating) would otherwise map the whole history once per edit.
     positions: Option<foldhash::HashMap<usize, usize>>,
+    /// Input messages before this index are pinned ([`History::pin_inputs_before`]).
+    pinned_before: usize,
 }
 
 impl<'a> History<'a> {
@@ -128,6 +130,7 @@ impl<'a> History<'a> {
             referrers_of: Default::default(),
             deferred_mends: None,
             positions: None,
+            pinned_before: 0,
         }
     }
 
@@ -164,6 +167,22 @@ impl<'a> History<'a> {
     /// Where the message at `index` came from.
     pub fn origin(&self, index: usize) -> Origin {
         self.meta[index].origin
+    }
+
+    /// Pins the input messages before `input` (an input index): the steps that shorten
+    /// messages (`truncate_tool_results`, `clear_tool_results`) leave them as they are. A
+    /// session's compaction pins its head, the part the provider caches from one compaction
+    /// to the next: cut there, the head would differ between compactions (cut when the cut
+    /// alone left the history over its mark, whole when not), and every request after it
+    /// would miss the cache from that message on.
+    pub(crate) fn pin_inputs_before(&mut self, input: usize) {
+        self.pinned_before = self.pinned_before.max(input);
+    }
+
+    /// Whether the message at `index` is pinned (see
+    /// [`pin_inputs_before`](History::pin_inputs_before)).
+    pub fn is_pinned(&self, index: usize) -> bool {
+        matches!(self.meta[index].origin, Origin::Input(i) if i < self.pinned_before)
     }
 
     /// The tokens of the message at `index`, framing included.

@@ -119,6 +119,42 @@ fn agent_runs_grow_turn_by_turn_with_few_compactions() {
     }
 }
 
+/// The agent stream (the mini-swe runs back to back, from 1,000 messages, Claude's
+/// counts at 32k; a turn after the user's or the tools' messages): every compaction sends again, unchanged, the head the one before kept, the part a
+/// provider's prompt cache holds from one compaction to the next. (A compaction that cut
+/// the head's results when the cut alone left it over its mark, and kept them whole when not,
+/// lost half its cache this way.)
+#[test]
+fn compactions_keep_the_head_the_one_before_kept() {
+    let runs = conversations("data/agent_mini_swe_deepseek.jsonl", usize::MAX);
+    let mut stream = runs[0].clone();
+    stream.messages = runs.iter().flat_map(|c| c.messages.iter().cloned()).collect();
+    let ends: Vec<usize> =
+        turn_ends(&stream.messages).into_iter().filter(|&e| (1_000..=1_400).contains(&e)).collect();
+    let session =
+        Session::new(target("claude-sonnet-4-5", 32_000), Policy::cache(), Arc::new(MemoryStore::new()));
+    let run = agent_loop_over(&session, &stream, &ends);
+    let head = |request: &[String]| request.iter().take_while(|m| !m.contains("[tightfit: ")).count();
+    let mut compactions = 0;
+    for (turn, pair) in run.requests.windows(2).enumerate() {
+        let (before, now) = (&pair[0], &pair[1]);
+        if now.len() >= before.len() && now[..before.len()] == before[..] {
+            continue;
+        }
+        compactions += 1;
+        let kept = head(before);
+        assert!(kept > 1, "a head of the task and more");
+        let differs = (0..kept).find(|&i| now.get(i) != Some(&before[i]));
+        assert_eq!(
+            differs,
+            None,
+            "turn {}: the compaction changed message {differs:?} of a head of {kept}",
+            turn + 1
+        );
+    }
+    assert!(compactions >= 3, "{compactions} compactions");
+}
+
 /// One message a turn, so that some turns end on the assistant's call before its results:
 /// such a turn is sent with the call answered by a synthetic result, and the next turn, with
 /// the real result in its place, still extends it (a compaction on such a turn does not

@@ -219,7 +219,7 @@ impl ClearToolResults {
         let old = sites.len().saturating_sub(self.keep);
         let clear: Vec<ResultSite<'_>> = sites[..old]
             .iter()
-            .filter(|s| s.unit < first_kept_unit)
+            .filter(|s| s.unit < first_kept_unit && !history.is_pinned(s.at.message()))
             .filter(|s| !s.call.is_some_and(|(name, _, _)| self.exclude_tools.iter().any(|t| t == name)))
             .filter(|s| {
                 s.at.parts(history.message(s.at.message()))

@@ -7,7 +7,8 @@
 //! 1. the **head** — system messages and the conversation's first units (the task), up to
 //!    `head_share` of the budget, at least the first unit — is never cut. It is a function of
 //!    the conversation's first units and the budget only, so it is the same at every
-//!    compaction and stays cached across them;
+//!    compaction and stays cached across them. The step pins it: the rungs after it that
+//!    shorten results (`truncate_tool_results`, `clear_tool_results`) leave it whole;
 //! 2. the **tail** — the newest units that fit what is left of the budget — is kept, starting
 //!    on a unit whose index is a multiple of `grid`, so that two processes (or proxy replicas)
 //!    that compact the same conversation a turn apart cut at the same place;
@@ -116,36 +117,44 @@ impl Step for Compact {
         if history.total_tokens() <= budget {
             return Ok(());
         }
-        let Some(cut) = self.plan_cut(history, budget) else { return Ok(()) };
         let trace: &dyn Trace = match cx.trace {
             Some(trace) => trace,
             None => &CountTrace,
         };
-        let removed_message = if self.trace {
-            let (messages, input_indices) = cut
-                .removed_messages(history)
-                .map(|i| {
-                    let origin = match history.origin(i) {
-                        Origin::Input(input) => Some(input),
-                        Origin::Inserted => None,
-                    };
-                    (history.message(i), origin)
-                })
-                .unzip();
-            trace.trace_noted(&Removed {
-                messages,
-                input_indices,
-                provider: cx.provider,
-                counter: history.counter(),
-            })?
-        } else {
-            (None, None)
+        // the trace takes room too: planned without it, the cut would leave the history over
+        // its aim by the trace's size, and the rungs after it would cut every old result (or
+        // the head) to make up for it. So the cut is planned again, keeping the room the trace
+        // took, until the trace fits the room kept for it (a trace is a pure function of what
+        // was removed: writing it again costs time, nothing else).
+        let mut reserve = 0;
+        let mut attempts = 0;
+        let (cut, removed_message) = loop {
+            let Some(cut) = self.plan_cut(history, budget, reserve) else { return Ok(()) };
+            let traced = if self.trace { self.trace_of(&cut, history, trace, cx)? } else { (None, None) };
+            let tokens = traced.0.as_ref().map_or(0, |m| history.counter().message_tokens(m));
+            attempts += 1;
+            if tokens <= reserve || attempts == MAX_PLANS {
+                break (cut, traced);
+            }
+            reserve = tokens;
         };
         let (removed_message, failed) = removed_message;
         if let Some(failed) = failed {
             history.note(failed);
         }
         let at = history.units()[cut.first_removed].messages.start;
+        // the head stays as it is for the cache: later rungs do not shorten it
+        let head_end = history.units()[..cut.head]
+            .iter()
+            .flat_map(|u| u.messages.clone())
+            .filter_map(|m| match history.origin(m) {
+                Origin::Input(input) => Some(input + 1),
+                Origin::Inserted => None,
+            })
+            .max();
+        if let Some(end) = head_end {
+            history.pin_inputs_before(end);
+        }
         let count = history.drop_units(&cut.drop, &cut.reason());
         let at = crate::validate::note_position(history.messages(), at, history.provider());
         if let Some(message) = removed_message {
@@ -173,9 +182,41 @@ impl Cut {
     }
 }
 
+/// The most times a compaction plans its cut to make room for its trace (the trace of a cut
+/// that removes a little more is rarely bigger than the one before; when it is, the rungs
+/// after the step deal with the few tokens left over).
+const MAX_PLANS: usize = 3;
+
 impl Compact {
-    /// The units to remove, or `None` when removing none would do.
-    fn plan_cut(&self, history: &History<'_>, budget: usize) -> Option<Cut> {
+    /// The trace of `cut` by `trace`, and a note when the trace had to make do.
+    fn trace_of(
+        &self,
+        cut: &Cut,
+        history: &History<'_>,
+        trace: &dyn Trace,
+        cx: &StepContext<'_>,
+    ) -> Result<(Option<crate::message::Message>, Option<String>), StepError> {
+        let (messages, input_indices) = cut
+            .removed_messages(history)
+            .map(|i| {
+                let origin = match history.origin(i) {
+                    Origin::Input(input) => Some(input),
+                    Origin::Inserted => None,
+                };
+                (history.message(i), origin)
+            })
+            .unzip();
+        trace.trace_noted(&Removed {
+            messages,
+            input_indices,
+            provider: cx.provider,
+            counter: history.counter(),
+        })
+    }
+
+    /// The units to remove, or `None` when removing none would do: a head fixed by `budget`,
+    /// and the newest units that fit `budget` less `reserve` (the room the trace takes).
+    fn plan_cut(&self, history: &History<'_>, budget: usize, reserve: usize) -> Option<Cut> {
         let units = history.units();
         let protected = history.protected_units(self.keep);
         let tokens: Vec<usize> = units.iter().map(|u| history.tokens_of(u.messages.clone())).collect();
@@ -192,7 +233,9 @@ impl Compact {
             }
             head += 1;
         }
-        // what stays whatever is cut: the fixed tokens, the head, the protected units after it
+        // what stays whatever is cut: the fixed tokens, the head, the protected units after
+        // it, and the room kept for the trace
+        let budget = budget.saturating_sub(reserve);
         let mut kept = history.fixed_tokens()
             + tokens[..head].iter().sum::<usize>()
             + (head..units.len()).filter(|&i| protected[i]).map(|i| tokens[i]).sum::<usize>();
@@ -259,6 +302,46 @@ mod tests {
         assert_eq!(tail, &input[input.len() - tail.len()..]);
     }
 
+    /// A trace the size of a short summary: a line per message removed, up to 12.
+    #[derive(Debug)]
+    struct LongTrace;
+
+    impl Trace for LongTrace {
+        fn trace(&self, removed: &Removed<'_>) -> Result<Option<Message>, StepError> {
+            let lines: Vec<String> = removed
+                .messages
+                .iter()
+                .take(12)
+                .map(|m| format!("- {}", m.text_content().chars().take(30).collect::<String>()))
+                .collect();
+            Ok(Some(Message::text(Role::User, format!("[tightfit: summary]\n{}", lines.join("\n")))))
+        }
+    }
+
+    #[test]
+    fn the_cut_leaves_room_for_its_trace() {
+        // planned without the trace's room, the history would end over its budget by about
+        // the trace's size (about a hundred tokens here), and the rungs after the step would cut
+        // results to make up for it
+        let input = chat(120, 12);
+        let trace = LongTrace;
+        let mut compacted = 0;
+        for budget in (1_200..3_000).step_by(37) {
+            let cx = StepContext::new(Format::OpenAi).with_budget(budget).with_trace(&trace);
+            let out = run_in(&Compact::default(), &input, cx);
+            assert!(tokens(&out) <= budget, "budget {budget}: {} tokens", tokens(&out));
+            let at = out
+                .iter()
+                .position(|m| m.text_content().starts_with("[tightfit: summary]"))
+                .expect("a trace");
+            // the trace names what it replaced: every message between the head and the tail
+            let removed = input.len() - (out.len() - 1);
+            assert_eq!(out[at].text_content().lines().count() - 1, removed.min(12), "budget {budget}");
+            compacted += 1;
+        }
+        assert!(compacted > 40);
+    }
+
     #[test]
     fn the_head_does_not_move_as_the_conversation_grows() {
         let step = Compact::default();
@@ -280,7 +363,7 @@ mod tests {
             let step = Compact { grid, trace: false, ..Compact::default() };
             let input = chat(50, 10);
             let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
-            let cut = step.plan_cut(&history, 500).expect("a cut");
+            let cut = step.plan_cut(&history, 500, 0).expect("a cut");
             assert_eq!(cut.tail % grid, 0, "grid {grid}: tail at unit {}", cut.tail);
             step.apply(&mut history, &StepContext::new(Format::OpenAi).with_budget(500)).unwrap();
             assert!(history.total_tokens() <= 500);
@@ -308,7 +391,7 @@ mod tests {
         for grid in [2, 4, 7] {
             let step = Compact { grid, trace: false, ..Compact::default() };
             for budget in (300..1500).step_by(7) {
-                let Some(cut) = step.plan_cut(&history, budget) else { continue };
+                let Some(cut) = step.plan_cut(&history, budget, 0) else { continue };
                 let head: usize = history.fixed_tokens()
                     + history.units()[..cut.head]
                         .iter()

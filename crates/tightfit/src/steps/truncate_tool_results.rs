@@ -187,12 +187,13 @@ impl Step for TruncateToolResults {
             return Ok(());
         }
         // the results to cut, worked out before the first cut, which moves
-        // nothing; the excluded tools' left out
+        // nothing; the excluded tools' and the pinned messages' (a compaction's head) left out
         let all = tool_results(history);
         let cuttable = all.len().saturating_sub(self.keep_last);
         let results: Vec<ResultAt> = all[..cuttable]
             .iter()
             .filter(|r| !r.tool.is_some_and(|t| self.exclude_tools.iter().any(|e| e == t)))
+            .filter(|r| !history.is_pinned(r.at.message()))
             .map(|r| r.at)
             .collect();
         let mut next = 0;
@@ -342,6 +343,27 @@ mod tests {
         let text = out[2].text_content();
         assert_eq!(text.chars().count(), 2000);
         assert_eq!(text, format!("{}{TRUNCATED_MARKER}", "x".repeat(2000 - TRUNCATED_MARKER.len())));
+    }
+
+    #[test]
+    fn pinned_messages_stay_whole() {
+        // a compaction pins its head: the results in it stay as the provider cached them
+        let input = reads(4);
+        let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        let first_result = (0..history.len()).find(|&i| history.message(i).tool_call_id.is_some()).unwrap();
+        history.pin_inputs_before(first_result + 1);
+        history.set_step("truncate_tool_results");
+        marked(10).apply(&mut history, &StepContext::new(Format::OpenAi)).unwrap();
+        assert_eq!(history.message(first_result), &input[first_result], "the pinned result stays");
+        let cut = (first_result + 1..history.len())
+            .filter(|&i| history.message(i).tool_call_id.is_some() && history.message(i) != &input[i])
+            .count();
+        assert!(cut > 0, "the others are cut");
+        history.set_step("clear_tool_results");
+        crate::steps::ClearToolResults::keeping(0)
+            .apply(&mut history, &StepContext::new(Format::OpenAi))
+            .unwrap();
+        assert_eq!(history.message(first_result), &input[first_result], "and is not cleared either");
     }
 
     #[test]
