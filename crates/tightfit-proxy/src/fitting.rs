@@ -189,7 +189,12 @@ impl Fitting {
         let body = if unchanged {
             None
         } else {
-            Some(Bytes::from(format::request_to_string(&fitted.messages, &conversation)))
+            // the request's own bytes for what the fit kept as it came; whole when the fitted
+            // list does not map one to one onto the request's
+            let spliced = format::RequestLayout::find(text, api)
+                .and_then(|layout| format::splice_request(text, &layout, &fitted.messages, &conversation));
+            let body = spliced.unwrap_or_else(|| format::request_to_string(&fitted.messages, &conversation));
+            Some(Bytes::from(body))
         };
         Ok(Outcome { body, tokens, actions, epoch, outcome, prefix_tokens })
     }
