@@ -78,7 +78,7 @@ async fn latencies(url: &str, way: Way, body: &str, clients: usize, per_client: 
     for c in 0..clients {
         let (client, body, url) = (client.clone(), Arc::clone(&body), url.to_string());
         tasks.push(tokio::spawn(async move {
-            let session = format!("bench-{c}");
+            let session = format!("bench-{}-{clients}-{c}", body.len());
             let send = || {
                 let request = client.post(&url).header("x-tightfit-session", &session);
                 let request = match way {
@@ -209,11 +209,12 @@ fn main() {
             "fit +p50",
             "fit +p99"
         );
-        let (proxy, via) = proxy_on("memory", &upstream).await;
         for (messages, body) in &bodies {
+            let (proxy, via) = proxy_on("memory", &upstream).await;
             for clients in [1, 16, 64] {
                 row("memory", &direct, &via, *messages, body, clients, total(*messages)).await;
             }
+            proxy.stop().await.unwrap();
         }
         for (name, url) in [("redis", redis.url()), ("postgres", postgres.url())] {
             let (shared, via_shared) = proxy_on(&url, &upstream).await;
@@ -223,6 +224,7 @@ fn main() {
             shared.stop().await.unwrap();
         }
         // memory: many warm turns of 16 conversations
+        let (proxy, via) = proxy_on("memory", &upstream).await;
         let body = &bodies[0].1;
         let _ = latencies(&via, Way::Fitted, body, 16, 1_000).await;
         let before = rss_kib();
