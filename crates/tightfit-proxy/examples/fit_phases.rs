@@ -1,8 +1,9 @@
 //! Where a warm proxy turn spends its time, phase by phase: the phases the proxy's fitting runs
-//! for one request (read the JSON, read it as a conversation, fit it by its session, write the
-//! body to forward), each timed on the same warm turn repeated, for a 100-message and a
-//! 1,500-message agent conversation (the overhead benchmark's). No HTTP: what is left of the
-//! benchmark's added latency is the second hop's.
+//! for one request (read the body, reusing what the conversation's previous request read; fit
+//! it by its session; write the body to forward by splicing), each timed on the same warm turn
+//! repeated, for a 100-message and a 1,500-message agent conversation (the overhead
+//! benchmark's); beside them, the whole reading and writing the proxy did before, for
+//! reference. No HTTP: what is left of the benchmark's added latency is the second hop's.
 //!
 //! `cargo run --release -p tightfit-proxy --example fit_phases`
 
@@ -15,7 +16,7 @@ use tightfit::format::{self, FormatHint};
 use tightfit::models::Registry;
 use tightfit::session::{Policy, Session, Settings};
 use tightfit::store::MemoryStore;
-use tightfit::{Format, Target};
+use tightfit::{Format, Message, Target};
 
 // the allocator of the shipped `tightfit` binary, which `tightfit serve` runs in
 #[global_allocator]
@@ -56,50 +57,81 @@ fn main() {
         // the first turn compacts; the timed ones replay its decision
         let first = format::parse_str(&body, FormatHint::Exactly(Format::OpenAi)).unwrap();
         session.fit_keyed(Some(key), &first).unwrap();
+        // the previous turn's body and its reading, as the proxy holds them
+        let before = conversation(messages - 1);
+        let mut read_before = format::read_request(&before, Format::OpenAi, None).unwrap();
+        let before_listed = read_before.take_listed();
+        let before_layout = read_before.layout.unwrap();
         let names = [
             "utf-8",
-            "read_json",
-            "parse_value",
+            "whole: read_json",
+            "whole: parse_value",
+            "whole: request_to_string",
+            "read_request, alone",
+            "read_request, same body again",
+            "read_request, one message more",
             "fit_keyed",
-            "request_to_string",
-            "layout",
             "splice_request",
         ];
         let mut times = vec![Vec::with_capacity(turns); names.len()];
+        let mut timed = |phase: usize, t: Instant| times[phase].push(t.elapsed());
+        let mut last = None;
         let mut spliced_len = 0;
         for _ in 0..turns {
             let t = Instant::now();
             let text = std::str::from_utf8(body.as_bytes()).unwrap();
-            times[0].push(t.elapsed());
+            timed(0, t);
+            // the reading and writing the proxy did before splicing, for reference
             let t = Instant::now();
             let value = format::read_json(text).unwrap();
-            times[1].push(t.elapsed());
+            timed(1, t);
             let t = Instant::now();
-            let conversation = format::parse_value(value, FormatHint::Exactly(Format::OpenAi)).unwrap();
-            times[2].push(t.elapsed());
+            let whole = format::parse_value(value, FormatHint::Exactly(Format::OpenAi)).unwrap();
+            timed(2, t);
+            let fitted = session.fit_keyed(Some(key), &whole).unwrap();
             let t = Instant::now();
-            let fitted = session.fit_keyed(Some(key), &conversation).unwrap();
-            times[3].push(t.elapsed());
+            black_box(format::request_to_string(&fitted.messages, &whole));
+            timed(3, t);
+            drop(fitted);
+            let t = Instant::now();
+            black_box(format::read_request(text, Format::OpenAi, None).unwrap());
+            timed(4, t);
+            let listed = before_listed.clone();
+            let previous = format::Previous { text: &before, layout: &before_layout, listed };
+            let t = Instant::now();
+            let grown = format::read_request(text, Format::OpenAi, Some(previous)).unwrap();
+            timed(6, t);
+            assert_eq!(grown.reused, messages - 1);
+            drop(grown);
+            // the same body again, as the overhead benchmark sends it
+            let t = Instant::now();
+            let previous =
+                last.as_mut().map(|(layout, listed): &mut (format::RequestLayout, Vec<Message>)| {
+                    format::Previous { text, layout, listed: std::mem::take(listed) }
+                });
+            let mut read = format::read_request(text, Format::OpenAi, previous).unwrap();
+            timed(5, t);
+            let conversation = &read.conversation;
+            let t = Instant::now();
+            let fitted = session.fit_keyed(Some(key), conversation).unwrap();
+            timed(7, t);
             let info = fitted.report.session.as_ref().unwrap();
             assert!(!info.compacted, "a warm turn compacted (epoch {})", info.epoch);
             let t = Instant::now();
-            black_box(format::request_to_string(&fitted.messages, &conversation));
-            times[4].push(t.elapsed());
-            let t = Instant::now();
-            let layout = format::RequestLayout::find(text, Format::OpenAi).unwrap();
-            times[5].push(t.elapsed());
-            let t = Instant::now();
-            let spliced = format::splice_request(text, &layout, &fitted.messages, &conversation);
-            times[6].push(t.elapsed());
+            let layout = read.layout.as_ref().unwrap();
+            let spliced = format::splice_request(text, layout, &fitted.messages, conversation);
+            timed(8, t);
             spliced_len = black_box(spliced).expect("a spliced body").len();
-            black_box(fitted);
+            drop(fitted);
+            let listed = read.take_listed();
+            last = Some((read.layout.take().unwrap(), listed));
         }
         println!(
             "{messages} messages ({:.2} MB), warm turn, median of {turns} (spliced body {spliced_len} bytes):",
             body.len() as f64 / 1e6
         );
         for (name, times) in names.iter().zip(&mut times) {
-            println!("  {name:<18} {:>9.3} ms", median(times).as_secs_f64() * 1e3);
+            println!("  {name:<32} {:>7.3} ms", median(times).as_secs_f64() * 1e3);
         }
     }
 }

@@ -27,6 +27,7 @@ mod fitting;
 mod forward;
 pub mod headers;
 pub mod metrics;
+mod parsed;
 mod server;
 pub mod usage;
 

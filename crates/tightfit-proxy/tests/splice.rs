@@ -1,6 +1,8 @@
 //! The fitted body written by splicing the request's own bytes: on real agent runs it reads
 //! as the body the whole writer gives, every message the fit kept goes on as its own bytes,
 //! the ones it changed are written anew; through the proxy, the client's spelling survives.
+//! And each turn read taking what it shares with the previous turn from that one's reading:
+//! an agent loop through the proxy forwards what the engine fits from each turn read whole.
 
 use std::sync::Arc;
 
@@ -162,5 +164,41 @@ async fn a_fitted_request_goes_on_with_the_client_s_own_bytes_for_what_was_kept(
         client().post(url(&proxy, "/v1/chat/completions")).body(small.clone()).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(fake.last().body, small.as_bytes());
+    proxy.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_agent_loop_forwards_what_the_engine_fits_though_each_turn_is_read_from_the_last() {
+    let (fake, proxy) = capped(8_000).await;
+    let records = corpus("data/agent_mini_swe_deepseek.jsonl");
+    let record = records.iter().max_by_key(|r| r["messages"].as_array().unwrap().len()).unwrap();
+    let bodies = turns(record, Format::OpenAi, "gpt-4o", 2);
+    // the engine alone, each turn read whole, in the proxy's settings
+    let model = Registry::embedded().lookup("gpt-4o").unwrap();
+    let target = Target::for_model(model, Some(1024)).with_budget(8_000).with_provider(Format::OpenAi);
+    let mut session = Session::new(target, Policy::cache(), Arc::new(MemoryStore::new()))
+        .with_settings(tightfit_proxy::Config::default().session_settings())
+        .unwrap();
+    if let Some(pricing) = tightfit::pricing::Pricing::of(model) {
+        session = session.with_pricing(pricing);
+    }
+    let mut fitted_turns = 0;
+    for (t, body) in bodies.iter().enumerate() {
+        let response = client()
+            .post(url(&proxy, "/v1/chat/completions"))
+            .header("x-tightfit-session", "loop")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "turn {t}: {:?}", response.text().await);
+        let conversation = parse_str(body, FormatHint::Exactly(Format::OpenAi)).unwrap();
+        let fitted = session.fit_keyed(Some("loop"), &conversation).unwrap();
+        let expected: Value =
+            serde_json::from_str(&request_to_string(&fitted.messages, &conversation)).unwrap();
+        assert_eq!(fake.last().json(), expected, "turn {t}");
+        fitted_turns += usize::from(fitted.messages.iter().any(|m| matches!(m, std::borrow::Cow::Owned(_))));
+    }
+    assert!(fitted_turns > 10, "{fitted_turns} of {} turns fitted", bodies.len());
     proxy.stop().await.unwrap();
 }

@@ -31,7 +31,7 @@ use crate::message::{Extra, Message, Tool};
 
 pub use convert::{convert, Conversion};
 pub use detect::{detect, list_verdict, message_verdict, verdict};
-pub use splice::{splice_request, RequestLayout};
+pub use splice::{read_request, splice_request, Previous, ReadRequest, RequestLayout};
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
