@@ -70,13 +70,17 @@ enum Way {
 }
 
 /// Latencies of `per_client` requests by each of `clients` concurrent clients, each its own
-/// conversation, sorted.
+/// conversation, sorted. Every conversation's first turn (its compaction) is sent, and
+/// answered, before any is timed: the figures are warm turns, not warm turns queued behind
+/// other conversations' compactions.
 async fn latencies(url: &str, way: Way, body: &str, clients: usize, per_client: usize) -> Vec<Duration> {
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
     let body = Arc::new(body.to_string());
+    let first_turns = Arc::new(tokio::sync::Barrier::new(clients));
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (client, body, url) = (client.clone(), Arc::clone(&body), url.to_string());
+        let first_turns = Arc::clone(&first_turns);
         tasks.push(tokio::spawn(async move {
             let session = format!("bench-{}-{clients}-{c}", body.len());
             let send = || {
@@ -87,10 +91,9 @@ async fn latencies(url: &str, way: Way, body: &str, clients: usize, per_client: 
                 };
                 request.body(body.as_str().to_string()).send()
             };
-            // the first turn of each conversation (the compaction) is not timed: the figures
-            // are warm turns
             let first = send().await.unwrap();
             assert_eq!(first.status(), 200, "{:?}", first.text().await);
+            first_turns.wait().await;
             let mut times = Vec::with_capacity(per_client);
             for _ in 0..per_client {
                 let start = Instant::now();

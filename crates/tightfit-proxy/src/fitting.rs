@@ -104,12 +104,14 @@ pub struct Fitting {
 
 impl Fitting {
     /// Sessions with `settings` over `store`, budgets capped at `max_input_tokens`,
-    /// conversation keys hashed by `hasher`.
+    /// conversation keys hashed by `hasher`, at most `reuse_bytes` of request bodies held for
+    /// reading their conversations' next turns.
     pub fn new(
         store: Arc<dyn Store>,
         settings: Settings,
         max_input_tokens: Option<usize>,
         hasher: KeyHasher,
+        reuse_bytes: usize,
     ) -> Fitting {
         Fitting {
             registry: Registry::embedded(),
@@ -119,7 +121,7 @@ impl Fitting {
             hasher,
             sessions: Mutex::default(),
             previous: Mutex::default(),
-            parsed: ParsedRequests::default(),
+            parsed: ParsedRequests::new(reuse_bytes),
             shards: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
@@ -373,8 +375,13 @@ mod tests {
 
     #[test]
     fn a_conversation_s_next_turn_reads_only_its_new_messages() {
-        let fitting =
-            Fitting::new(Arc::new(MemoryStore::new()), Settings::default(), Some(600), KeyHasher::new(None));
+        let fitting = Fitting::new(
+            Arc::new(MemoryStore::new()),
+            Settings::default(),
+            Some(600),
+            KeyHasher::new(None),
+            1 << 20,
+        );
         let fit = |headers: &HeaderMap, turns: usize| {
             fitting.fit(Format::OpenAi, headers, "cache", &body(turns)).unwrap()
         };
@@ -398,5 +405,16 @@ mod tests {
         // a body shorter than the head it is known by is all head: no turn finds the last
         assert_eq!(fit(&none, 2).reused, 0);
         assert_eq!(fit(&none, 3).reused, 0);
+        // `limits.reuse_bytes = 0`: every turn read whole
+        let whole = Fitting::new(
+            Arc::new(MemoryStore::new()),
+            Settings::default(),
+            Some(600),
+            KeyHasher::new(None),
+            0,
+        );
+        for turns in [5, 6] {
+            assert_eq!(whole.fit(Format::OpenAi, &session, "cache", &body(turns)).unwrap().reused, 0);
+        }
     }
 }

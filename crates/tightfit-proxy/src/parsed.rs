@@ -5,9 +5,10 @@
 //! costs a comparison of two texts instead of reading 1 MB of JSON (1.8 ms).
 //!
 //! What it costs: the body (shared with the request, not copied) and its messages as read,
-//! about three times the body in all, for at most [`MAX_BODY_BYTES`] of bodies and
-//! [`MAX_CONVERSATIONS`] conversations; past either, the longest unused goes (its next turn
-//! reads everything). A conversation's slot is its `x-tightfit-session` header, else the
+//! about three times the body in all, for at most `limits.reuse_bytes` of bodies (64 MiB by
+//! default) and [`MAX_CONVERSATIONS`] conversations; past either, the longest unused goes
+//! (its next turn reads everything). Conversations taking turns in a cycle that holds more
+//! than the bound (64 clients on 1.2 MB histories: 77 MB) all go before their next turn. A conversation's slot is its `x-tightfit-session` header, else the
 //! first 4 KiB of its body (what starts the conversation: the system prompt and the task;
 //! a shorter body is all head, so only the header finds its next turn, which costs little to
 //! read anyway), within its credentials; two conversations on one slot only cost each other
@@ -19,9 +20,6 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use tightfit::format::RequestLayout;
 use tightfit::Message;
-
-/// The most bytes of request bodies held.
-pub const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// The most conversations held.
 pub const MAX_CONVERSATIONS: usize = 4096;
@@ -41,9 +39,11 @@ pub struct Parsed {
 }
 
 /// The conversations' last requests, by slot.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ParsedRequests {
     held: Mutex<Held>,
+    /// The most bytes of bodies held.
+    max_bytes: usize,
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +54,11 @@ struct Held {
 }
 
 impl ParsedRequests {
+    /// Holding at most `max_bytes` of bodies.
+    pub fn new(max_bytes: usize) -> ParsedRequests {
+        ParsedRequests { held: Mutex::default(), max_bytes }
+    }
+
     /// Takes the last request of the conversation in `slot` out (a request being read owns
     /// it; another request of the conversation meanwhile reads everything).
     pub fn take(&self, slot: u128) -> Option<Parsed> {
@@ -66,7 +71,7 @@ impl ParsedRequests {
     /// Holds `parsed` as the last request of the conversation in `slot`, dropping the longest
     /// unused past the bounds.
     pub fn put(&self, slot: u128, parsed: Parsed) {
-        if parsed.body.len() > MAX_BODY_BYTES {
+        if parsed.body.len() > self.max_bytes {
             return;
         }
         let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -76,7 +81,7 @@ impl ParsedRequests {
         if let Some((old, _)) = held.by_slot.insert(slot, (parsed, stamp)) {
             held.bytes -= old.body.len();
         }
-        while held.bytes > MAX_BODY_BYTES || held.by_slot.len() > MAX_CONVERSATIONS {
+        while held.bytes > self.max_bytes || held.by_slot.len() > MAX_CONVERSATIONS {
             let Some(oldest) = held.by_slot.iter().min_by_key(|(_, (_, stamp))| *stamp).map(|(k, _)| *k)
             else {
                 break;
@@ -106,7 +111,8 @@ mod tests {
 
     #[test]
     fn a_slot_is_taken_once_and_the_longest_unused_goes_past_the_bounds() {
-        let held = ParsedRequests::default();
+        const MAX_BODY_BYTES: usize = 1 << 20;
+        let held = ParsedRequests::new(MAX_BODY_BYTES);
         held.put(1, parsed(100));
         assert!(held.take(1).is_some());
         assert!(held.take(1).is_none(), "taken: another request of the conversation reads everything");
@@ -126,5 +132,9 @@ mod tests {
         }
         assert_eq!(held.len(), MAX_CONVERSATIONS);
         assert!(held.take(100).is_none() && held.take(100 + MAX_CONVERSATIONS as u128 + 9).is_some());
+        // nothing held at a bound of 0
+        let none = ParsedRequests::new(0);
+        none.put(1, parsed(100));
+        assert!(none.take(1).is_none());
     }
 }
