@@ -168,37 +168,49 @@ async fn a_fitted_request_goes_on_with_the_client_s_own_bytes_for_what_was_kept(
 }
 
 #[tokio::test]
-async fn an_agent_loop_forwards_what_the_engine_fits_though_each_turn_is_read_from_the_last() {
-    let (fake, proxy) = capped(8_000).await;
-    let records = corpus("data/agent_mini_swe_deepseek.jsonl");
-    let record = records.iter().max_by_key(|r| r["messages"].as_array().unwrap().len()).unwrap();
-    let bodies = turns(record, Format::OpenAi, "gpt-4o", 2);
-    // the engine alone, each turn read whole, in the proxy's settings
-    let model = Registry::embedded().lookup("gpt-4o").unwrap();
-    let target = Target::for_model(model, Some(1024)).with_budget(8_000).with_provider(Format::OpenAi);
-    let mut session = Session::new(target, Policy::cache(), Arc::new(MemoryStore::new()))
-        .with_settings(tightfit_proxy::Config::default().session_settings())
-        .unwrap();
-    if let Some(pricing) = tightfit::pricing::Pricing::of(model) {
-        session = session.with_pricing(pricing);
-    }
-    let mut fitted_turns = 0;
-    for (t, body) in bodies.iter().enumerate() {
-        let response = client()
-            .post(url(&proxy, "/v1/chat/completions"))
-            .header("x-tightfit-session", "loop")
-            .body(body.clone())
-            .send()
-            .await
+async fn agent_loops_forward_what_the_engine_fits_though_each_turn_is_read_from_the_last() {
+    for (file, api, model, path) in [
+        ("data/agent_mini_swe_deepseek.jsonl", Format::OpenAi, "gpt-4o", "/v1/chat/completions"),
+        ("data/agent_mini_swe_deepseek.jsonl", Format::Responses, "gpt-4o", "/v1/responses"),
+        (
+            "data2/agent_claude_code_sessions_anthropic.jsonl",
+            Format::Anthropic,
+            "claude-sonnet-4-5",
+            "/v1/messages",
+        ),
+    ] {
+        let (fake, proxy) = capped(8_000).await;
+        let records = corpus(file);
+        let record = records.iter().max_by_key(|r| r["messages"].as_array().unwrap().len()).unwrap();
+        let bodies = turns(record, api, model, 2);
+        // the engine alone, each turn read whole, in the proxy's settings
+        let model_info = Registry::embedded().lookup(model).unwrap();
+        let target = Target::for_model(model_info, Some(1024)).with_budget(8_000).with_provider(api);
+        let mut session = Session::new(target, Policy::cache(), Arc::new(MemoryStore::new()))
+            .with_settings(tightfit_proxy::Config::default().session_settings())
             .unwrap();
-        assert_eq!(response.status(), 200, "turn {t}: {:?}", response.text().await);
-        let conversation = parse_str(body, FormatHint::Exactly(Format::OpenAi)).unwrap();
-        let fitted = session.fit_keyed(Some("loop"), &conversation).unwrap();
-        let expected: Value =
-            serde_json::from_str(&request_to_string(&fitted.messages, &conversation)).unwrap();
-        assert_eq!(fake.last().json(), expected, "turn {t}");
-        fitted_turns += usize::from(fitted.messages.iter().any(|m| matches!(m, std::borrow::Cow::Owned(_))));
+        if let Some(pricing) = tightfit::pricing::Pricing::of(model_info) {
+            session = session.with_pricing(pricing);
+        }
+        let mut fitted_turns = 0;
+        for (t, body) in bodies.iter().enumerate() {
+            let response = client()
+                .post(url(&proxy, path))
+                .header("x-tightfit-session", "loop")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{file} turn {t}: {:?}", response.text().await);
+            let conversation = parse_str(body, FormatHint::Exactly(api)).unwrap();
+            let fitted = session.fit_keyed(Some("loop"), &conversation).unwrap();
+            let expected: Value =
+                serde_json::from_str(&request_to_string(&fitted.messages, &conversation)).unwrap();
+            assert_eq!(fake.last().json(), expected, "{file} ({api:?}) turn {t}");
+            fitted_turns +=
+                usize::from(fitted.messages.iter().any(|m| matches!(m, std::borrow::Cow::Owned(_))));
+        }
+        assert!(fitted_turns > 10, "{file} ({api:?}): {fitted_turns} of {} turns fitted", bodies.len());
+        proxy.stop().await.unwrap();
     }
-    assert!(fitted_turns > 10, "{fitted_turns} of {} turns fitted", bodies.len());
-    proxy.stop().await.unwrap();
 }
