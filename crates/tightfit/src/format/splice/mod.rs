@@ -70,20 +70,21 @@ pub fn splice_request(
         _ => responses::write_item,
     };
     let mut out = String::with_capacity(text.len() + 64);
-    out.push_str(&text[..layout.list().start]);
+    // a layout of another text reads as a body it does not fit (`None`), not a panic
+    out.push_str(text.get(..layout.list().start)?);
     out.push('[');
     for (i, message) in listed.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         match origin(message) {
-            Some(at) if at >= head => out.push_str(&text[layout.elements()[at - head].clone()]),
+            Some(at) if at >= head => out.push_str(text.get(layout.elements().get(at - head)?.clone())?),
             Some(_) => return None,
             None => out.push_str(&write(message).to_string()),
         }
     }
     out.push(']');
-    out.push_str(&text[layout.list().end..]);
+    out.push_str(text.get(layout.list().end..)?);
     Some(out)
 }
 
