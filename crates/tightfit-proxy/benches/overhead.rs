@@ -1,12 +1,19 @@
 //! The latency the proxy adds, against calling the same fake upstream directly in the same
 //! run, at 1, 16 and 64 concurrent clients, for a 100-message and a 1,500-message agent
 //! conversation (each client its own conversation, `x-tightfit-session`; every request after
-//! the first is a warm session turn: the decision replayed). Then memory over many requests.
+//! the first is a warm session turn: the decision replayed). Beside each fitted row, the same
+//! requests through the proxy with `x-tightfit-policy: off` (forwarded untouched): the cost of
+//! the second hop alone, the floor no fitting can go under. Then one client on a real Redis
+//! and a real PostgreSQL store (each warm turn reads the conversation's checkpoint back from
+//! the shared store), and memory over many requests.
 //!
 //! `cargo bench -p tightfit-proxy --bench overhead` (loopback only; bounded: set
 //! `TIGHTFIT_BENCH_REQUESTS` to scale the request counts, `TIGHTFIT_BENCH_MEMORY` for the
-//! memory run's count, default 100,000).
+//! memory run's count, default 100,000). The shared-store rows need `redis-server` and
+//! PostgreSQL (Debian's `redis-server` and `postgresql` packages): without them the bench
+//! stops with an error naming the missing one, it skips nothing.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,43 +43,62 @@ async fn fake_upstream() -> String {
     format!("http://{addr}")
 }
 
+/// A request body of the first `messages` messages of a mini-SWE-agent run (DeepSeek, its
+/// runs concatenated: 4,857 messages in all).
 fn conversation(messages: usize) -> String {
     let path = format!("{}/../../../shared/data/extreme_long.jsonl", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let record: Value = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["id"].as_str().is_some_and(|id| id.contains("mini-swe")))
-        .expect("a mini-swe concatenation");
+        .find(|r| r["id"] == "concat/mini-swe-deepseek/1M")
+        .expect("the mini-swe concatenation of 1M tokens");
     let all = record["messages"].as_array().unwrap();
-    json!({"model": "gpt-4o", "max_tokens": 1024, "messages": &all[..messages.min(all.len())]}).to_string()
+    assert!(all.len() >= messages, "{} messages, {messages} asked for", all.len());
+    json!({"model": "gpt-4o", "max_tokens": 1024, "messages": &all[..messages]}).to_string()
+}
+
+/// How a request goes.
+#[derive(Clone, Copy)]
+enum Way {
+    /// To the fake upstream itself.
+    Direct,
+    /// Through the proxy, `x-tightfit-policy: off`.
+    Off,
+    /// Through the proxy, fitted by its session.
+    Fitted,
 }
 
 /// Latencies of `per_client` requests by each of `clients` concurrent clients, each its own
-/// conversation, sorted.
-async fn latencies(url: &str, body: &str, clients: usize, per_client: usize) -> Vec<Duration> {
+/// conversation, sorted. Every conversation's first turn (its compaction) is sent, and
+/// answered, before any is timed: the figures are warm turns, not warm turns queued behind
+/// other conversations' compactions.
+async fn latencies(url: &str, way: Way, body: &str, clients: usize, per_client: usize) -> Vec<Duration> {
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
     let body = Arc::new(body.to_string());
+    let first_turns = Arc::new(tokio::sync::Barrier::new(clients));
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (client, body, url) = (client.clone(), Arc::clone(&body), url.to_string());
+        let first_turns = Arc::clone(&first_turns);
         tasks.push(tokio::spawn(async move {
-            let session = format!("bench-{c}");
+            let session = format!("bench-{}-{clients}-{c}", body.len());
             let send = || {
-                client
-                    .post(&url)
-                    .header("x-tightfit-session", &session)
-                    .body(body.as_str().to_string())
-                    .send()
+                let request = client.post(&url).header("x-tightfit-session", &session);
+                let request = match way {
+                    Way::Off => request.header("x-tightfit-policy", "off"),
+                    Way::Direct | Way::Fitted => request,
+                };
+                request.body(body.as_str().to_string()).send()
             };
-            // the first turn of each conversation (the compaction) is not timed: the figures
-            // are warm turns
             let first = send().await.unwrap();
             assert_eq!(first.status(), 200, "{:?}", first.text().await);
+            first_turns.wait().await;
             let mut times = Vec::with_capacity(per_client);
             for _ in 0..per_client {
                 let start = Instant::now();
                 let response = send().await.unwrap();
+                assert_eq!(response.status(), 200);
                 let _ = response.bytes().await.unwrap();
                 times.push(start.elapsed());
             }
@@ -91,6 +117,38 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
+fn ms(d: f64) -> String {
+    format!("{:.2} ms", d * 1e3)
+}
+
+/// The p50 and p99 of `way` minus those of `direct`.
+fn added(way: &[Duration], direct: &[Duration]) -> [String; 2] {
+    [0.5, 0.99].map(|p| ms(percentile(way, p).as_secs_f64() - percentile(direct, p).as_secs_f64()))
+}
+
+/// Measures direct, off and fitted requests of `body` at `clients` clients and prints a row.
+async fn row(
+    store: &str,
+    upstream: &str,
+    proxy: &str,
+    messages: usize,
+    body: &str,
+    clients: usize,
+    total: usize,
+) {
+    let per_client = (total / clients).max(5);
+    let direct = latencies(upstream, Way::Direct, body, clients, per_client).await;
+    let off = latencies(proxy, Way::Off, body, clients, per_client).await;
+    let fitted = latencies(proxy, Way::Fitted, body, clients, per_client).await;
+    let [d50, d99] = [0.5, 0.99].map(|p| ms(percentile(&direct, p).as_secs_f64()));
+    let [o50, o99] = added(&off, &direct);
+    let [f50, f99] = added(&fitted, &direct);
+    println!(
+        "{store:>8} {messages:>8} {clients:>7} {:>8} | {d50:>9} {d99:>9} | {o50:>9} {o99:>9} | {f50:>9} {f99:>9}",
+        fitted.len(),
+    );
+}
+
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -101,60 +159,79 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Starts a proxy in front of `upstream` on `store`; returns it and its chat URL.
+async fn proxy_on(store: &str, upstream: &str) -> (tightfit_proxy::Running, String) {
+    let mut config =
+        tightfit_proxy::Config { listen: "127.0.0.1:0".into(), store: store.into(), ..Default::default() };
+    config.upstream.openai = Some(upstream.to_string());
+    config.log.level = "warn".into();
+    let proxy = tightfit_proxy::start(config).await.unwrap_or_else(|e| panic!("the proxy on {store}: {e}"));
+    let url = format!("http://{}/v1/chat/completions", proxy.addr);
+    (proxy, url)
+}
+
+/// Starts a shared-store server, or ends the bench with an error saying what is missing.
+fn server<T>(what: &str, start: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(AssertUnwindSafe(start)).unwrap_or_else(|_| {
+        eprintln!(
+            "error: the shared-store rows need a real {what} server (Debian's `redis-server` and \
+             `postgresql` packages); see the message above"
+        );
+        std::process::exit(1)
+    })
+}
+
 fn main() {
     let scale: f64 =
         std::env::var("TIGHTFIT_BENCH_REQUESTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
     let memory_requests: usize =
         std::env::var("TIGHTFIT_BENCH_MEMORY").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    // started first: a missing server ends the bench before anything is measured
+    let redis = server("Redis", tightfit_test_servers::Redis::start);
+    let postgres = server("PostgreSQL", tightfit_test_servers::Postgres::start);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let upstream = fake_upstream().await;
-        let mut config = tightfit_proxy::Config {
-            listen: "127.0.0.1:0".into(),
-            store: "memory".into(),
-            ..Default::default()
-        };
-        config.upstream.openai = Some(upstream.clone());
-        config.log.level = "warn".into();
-        let proxy = tightfit_proxy::start(config).await.unwrap();
-        let via = format!("http://{}/v1/chat/completions", proxy.addr);
         let direct = format!("{upstream}/v1/chat/completions");
+        let bodies: Vec<(usize, String)> = [100, 1500].map(|n| (n, conversation(n))).into();
+        let total = |messages: usize| ((if messages == 100 { 4_000.0 } else { 640.0 }) * scale) as usize;
+        for (messages, body) in &bodies {
+            println!("{messages} messages: {:.2} MB of JSON", body.len() as f64 / 1e6);
+        }
+        println!("latency added by the proxy (warm session turns) over the fake upstream called directly");
         println!(
-            "added latency of the proxy (warm session turns), against the fake upstream called directly"
+            "{:>8} {:>8} {:>7} {:>8} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9}",
+            "store",
+            "messages",
+            "clients",
+            "requests",
+            "direct50",
+            "direct99",
+            "off +p50",
+            "off +p99",
+            "fit +p50",
+            "fit +p99"
         );
-        println!(
-            "{:>9} {:>8} {:>9} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10}",
-            "messages", "clients", "requests", "direct p50", "p99", "proxy p50", "p99", "added p50", "p99"
-        );
-        for messages in [100, 1500] {
-            let body = conversation(messages);
-            let total = ((if messages == 100 { 4_000.0 } else { 640.0 }) * scale) as usize;
+        for (messages, body) in &bodies {
+            let (proxy, via) = proxy_on("memory", &upstream).await;
             for clients in [1, 16, 64] {
-                let per_client = (total / clients).max(5);
-                let d = latencies(&direct, &body, clients, per_client).await;
-                let p = latencies(&via, &body, clients, per_client).await;
-                let (d50, d99, p50, p99) =
-                    (percentile(&d, 0.5), percentile(&d, 0.99), percentile(&p, 0.5), percentile(&p, 0.99));
-                let us = |d: Duration| format!("{:.0} µs", d.as_secs_f64() * 1e6);
-                let added =
-                    |a: Duration, b: Duration| format!("{:.0} µs", (a.as_secs_f64() - b.as_secs_f64()) * 1e6);
-                println!(
-                    "{messages:>9} {clients:>8} {:>9} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10}",
-                    p.len(),
-                    us(d50),
-                    us(d99),
-                    us(p50),
-                    us(p99),
-                    added(p50, d50),
-                    added(p99, d99)
-                );
+                row("memory", &direct, &via, *messages, body, clients, total(*messages)).await;
             }
+            proxy.stop().await.unwrap();
+        }
+        for (name, url) in [("redis", redis.url()), ("postgres", postgres.url())] {
+            let (shared, via_shared) = proxy_on(&url, &upstream).await;
+            for (messages, body) in &bodies {
+                row(name, &direct, &via_shared, *messages, body, 1, total(*messages) / 2).await;
+            }
+            shared.stop().await.unwrap();
         }
         // memory: many warm turns of 16 conversations
-        let body = conversation(100);
-        let _ = latencies(&via, &body, 16, 1_000).await;
+        let (proxy, via) = proxy_on("memory", &upstream).await;
+        let body = &bodies[0].1;
+        let _ = latencies(&via, Way::Fitted, body, 16, 1_000).await;
         let before = rss_kib();
-        let _ = latencies(&via, &body, 16, memory_requests / 16).await;
+        let _ = latencies(&via, Way::Fitted, body, 16, memory_requests / 16).await;
         let after = rss_kib();
         println!(
             "memory over {memory_requests} more requests (16 clients, 100 messages): RSS {} MiB -> {} MiB",

@@ -31,6 +31,8 @@
 //! [limits]
 //! max_body_bytes = 33554432          # a request body past this is answered 413
 //! max_concurrency = 512              # requests in flight; past it, 503 (Anthropic: 529)
+//! reuse_bytes = 67108864             # conversations' last request bodies held, read, so that the
+//!                                     # next turn reads only its new messages (~3x in memory); 0: none
 //!
 //! [timeouts]
 //! connect_secs = 10                  # connecting to the upstream
@@ -197,11 +199,15 @@ pub struct Limits {
     /// The most requests in flight (a stream counts until it ends); past it, new requests are
     /// answered 503 (Anthropic's overloaded 529) at once rather than queued.
     pub max_concurrency: usize,
+    /// The most bytes of request bodies held, one per conversation with its messages read
+    /// (about three times that in memory), so that a conversation's next turn reads only its
+    /// new messages; past it the longest unused goes. 0 holds none: every turn is read whole.
+    pub reuse_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_body_bytes: 32 << 20, max_concurrency: 512 }
+        Limits { max_body_bytes: 32 << 20, max_concurrency: 512, reuse_bytes: 64 << 20 }
     }
 }
 

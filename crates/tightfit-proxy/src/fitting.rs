@@ -19,6 +19,7 @@ use tightfit::Format;
 
 use crate::errors::{ApiError, Kind};
 use crate::headers::KeyHasher;
+use crate::parsed::{Parsed, ParsedRequests, HEAD_BYTES};
 
 /// The most sessions (one per model, budget and policy) held at once; past it, one not in
 /// use is dropped (its conversations' checkpoints stay in the store).
@@ -46,11 +47,22 @@ pub struct Outcome {
     /// repeats its previous output byte for byte until it compacts), else 0. What a
     /// provider's prompt cache can reuse.
     pub prefix_tokens: usize,
+    /// The messages taken from the conversation's previous request instead of read (see
+    /// [`crate::parsed`]).
+    pub reused: usize,
 }
 
 impl Outcome {
     fn skipped(why: String) -> Outcome {
-        Outcome { body: None, tokens: None, actions: why, epoch: None, outcome: "skipped", prefix_tokens: 0 }
+        Outcome {
+            body: None,
+            tokens: None,
+            actions: why,
+            epoch: None,
+            outcome: "skipped",
+            prefix_tokens: 0,
+            reused: 0,
+        }
     }
 }
 
@@ -84,18 +96,22 @@ pub struct Fitting {
     sessions: Mutex<HashMap<SessionSpec, Arc<Session>>>,
     /// Per conversation key: the epoch and tokens of its last forwarded request.
     previous: Mutex<HashMap<String, (u64, usize)>>,
+    /// Per conversation: its last request, read (the next one reads only what is new).
+    parsed: ParsedRequests,
     /// How many sessions share a model, budget and policy (twice the cores).
     shards: usize,
 }
 
 impl Fitting {
     /// Sessions with `settings` over `store`, budgets capped at `max_input_tokens`,
-    /// conversation keys hashed by `hasher`.
+    /// conversation keys hashed by `hasher`, at most `reuse_bytes` of request bodies held for
+    /// reading their conversations' next turns.
     pub fn new(
         store: Arc<dyn Store>,
         settings: Settings,
         max_input_tokens: Option<usize>,
         hasher: KeyHasher,
+        reuse_bytes: usize,
     ) -> Fitting {
         Fitting {
             registry: Registry::embedded(),
@@ -105,38 +121,99 @@ impl Fitting {
             hasher,
             sessions: Mutex::default(),
             previous: Mutex::default(),
+            parsed: ParsedRequests::new(reuse_bytes),
             shards: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
 
     /// Fits the request `body` for `api` under `policy` (a preset name), the conversation told
     /// apart by the request's credentials and `x-tightfit-session` (else its first messages).
+    /// The body is read taking what it shares with the conversation's previous request from
+    /// that one's reading, and the fitted body is the request's own bytes where the fit kept
+    /// them (see [`crate::parsed`] and [`format::splice_request`]).
     pub fn fit(
         &self,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
-        body: &[u8],
+        body: &Bytes,
     ) -> Result<Outcome, ApiError> {
         let text = std::str::from_utf8(body).map_err(|e| {
             ApiError::new(api, Kind::InvalidRequest, format!("the request body is not UTF-8: {e}"))
         })?;
-        let value = format::read_json(text).map_err(|e| {
-            ApiError::new(api, Kind::InvalidRequest, format!("the request body is not JSON: {e}"))
-        })?;
-        let Some(model_name) = value.get("model").and_then(|m| m.as_str()).map(str::to_string) else {
+        let slot = self.parsed_slot(api, headers, text);
+        let mut last = self.parsed.take(slot);
+        let previous = last.as_mut().and_then(|last| {
+            let listed = std::mem::take(&mut last.listed);
+            let text = std::str::from_utf8(&last.body).ok()?;
+            Some(format::Previous { text, layout: &last.layout, listed })
+        });
+        let mut read = match format::read_request(text, api, previous) {
+            Ok(read) => read,
+            Err(e) => return self.unread(api, text, e),
+        };
+        let Some(model_name) = read.conversation.request.as_ref().and_then(|r| r.model.clone()) else {
             // the upstream says what it thinks of a request without a model
             return Ok(Outcome::skipped("none (no model)".into()));
         };
         let Ok(model) = self.registry.lookup(&model_name) else {
             return Ok(Outcome::skipped(format!("none (unknown model {model_name:?})")));
         };
-        let conversation = format::parse_value(value, FormatHint::Exactly(api)).map_err(|e| match e {
+        let outcome = self.fit_read(api, headers, policy, text, &read, model)?;
+        let listed = read.take_listed();
+        if let Some(layout) = read.layout {
+            self.parsed.put(slot, Parsed { body: body.clone(), layout, listed });
+        }
+        Ok(outcome)
+    }
+
+    /// The answer to a request body the engine could not read: forwarded as it is when it
+    /// names no model tightfit knows (the upstream judges it), else the reader's error.
+    fn unread(&self, api: Format, text: &str, error: format::FormatError) -> Result<Outcome, ApiError> {
+        let value = format::read_json(text).map_err(|e| {
+            ApiError::new(api, Kind::InvalidRequest, format!("the request body is not JSON: {e}"))
+        })?;
+        match value.get("model").and_then(|m| m.as_str()) {
+            None => return Ok(Outcome::skipped("none (no model)".into())),
+            Some(name) if self.registry.lookup(name).is_err() => {
+                return Ok(Outcome::skipped(format!("none (unknown model {name:?})")))
+            }
+            Some(_) => {}
+        }
+        Err(match error {
             format::FormatError::Shape { path, reason } => {
                 ApiError::new(api, Kind::InvalidRequest, format!("{path}: {reason}")).with_param(path)
             }
             e => ApiError::new(api, Kind::InvalidRequest, e.to_string()),
-        })?;
+        })
+    }
+
+    /// Where the conversation of a request keeps its last request read: its
+    /// `x-tightfit-session`, else the head of its body, within its credentials.
+    fn parsed_slot(&self, api: Format, headers: &HeaderMap, text: &str) -> u128 {
+        let identity = match headers.get("x-tightfit-session") {
+            Some(id) => format!("parsed-session:{}", String::from_utf8_lossy(id.as_bytes())),
+            None => {
+                let head =
+                    (0..=text.len().min(HEAD_BYTES)).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                format!("parsed-head:{}", &text[..head])
+            }
+        };
+        let key = self.hasher.conversation_key(api.as_str(), headers, &identity);
+        u128::from_str_radix(&key, 16).unwrap_or(0)
+    }
+
+    /// Fits a request read as `read` from `text`, for `model`.
+    fn fit_read(
+        &self,
+        api: Format,
+        headers: &HeaderMap,
+        policy: &str,
+        text: &str,
+        read: &format::ReadRequest,
+        model: &'static tightfit::models::ModelInfo,
+    ) -> Result<Outcome, ApiError> {
+        let conversation = &read.conversation;
         let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
         let mut target = Target::for_model(model, reserved).with_provider(api);
         if let Some(cap) = self.max_input_tokens.filter(|&cap| cap < target.budget) {
@@ -152,7 +229,7 @@ impl Fitting {
                 )
                 .with_param("x-tightfit-session"))
             }
-            None => format!("head:{}", Session::key_of(&conversation)),
+            None => format!("head:{}", Session::key_of(conversation)),
         };
         let key = self.hasher.conversation_key(api.as_str(), headers, &identity);
         let spec = SessionSpec {
@@ -163,7 +240,7 @@ impl Fitting {
             shard: shard_of(&key, self.shards),
         };
         let session = self.session(spec, target, Pricing::of(model))?;
-        let fitted = session.fit_keyed(Some(&key), &conversation).map_err(|e| fit_error(api, e))?;
+        let fitted = session.fit_keyed(Some(&key), conversation).map_err(|e| fit_error(api, e))?;
         let report = &fitted.report;
         let session_info = report.session.as_ref();
         let unchanged = fitted.messages.len() == conversation.messages.len()
@@ -189,9 +266,16 @@ impl Fitting {
         let body = if unchanged {
             None
         } else {
-            Some(Bytes::from(format::request_to_string(&fitted.messages, &conversation)))
+            // the request's own bytes for what the fit kept as it came; whole when the fitted
+            // list does not map one to one onto the request's
+            let spliced = read
+                .layout
+                .as_ref()
+                .and_then(|layout| format::splice_request(text, layout, &fitted.messages, conversation));
+            let body = spliced.unwrap_or_else(|| format::request_to_string(&fitted.messages, conversation));
+            Some(Bytes::from(body))
         };
-        Ok(Outcome { body, tokens, actions, epoch, outcome, prefix_tokens })
+        Ok(Outcome { body, tokens, actions, epoch, outcome, prefix_tokens, reused: read.reused })
     }
 
     /// The estimate of [`Outcome::prefix_tokens`] for conversation `key`, whose request now
@@ -269,5 +353,68 @@ fn fit_error(api: Format, error: SessionError) -> ApiError {
             ApiError::new(api, Kind::Internal, format!("tightfit's session store failed: {e}"))
         }
         e => ApiError::new(api, Kind::Internal, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tightfit::store::MemoryStore;
+
+    fn body(turns: usize) -> Bytes {
+        let mut messages = vec![json!({"role": "system", "content": "You fix bugs."})];
+        for t in 0..turns {
+            messages.push(
+                json!({"role": "user", "content": format!("step {t}: what next? {}", "x ".repeat(100))}),
+            );
+            messages.push(json!({"role": "assistant", "content": format!("doing step {t}")}));
+        }
+        Bytes::from(json!({"model": "gpt-4o", "messages": messages}).to_string())
+    }
+
+    #[test]
+    fn a_conversation_s_next_turn_reads_only_its_new_messages() {
+        let fitting = Fitting::new(
+            Arc::new(MemoryStore::new()),
+            Settings::default(),
+            Some(600),
+            KeyHasher::new(None),
+            1 << 20,
+        );
+        let fit = |headers: &HeaderMap, turns: usize| {
+            fitting.fit(Format::OpenAi, headers, "cache", &body(turns)).unwrap()
+        };
+        let mut session = HeaderMap::new();
+        session.insert("x-tightfit-session", "run-1".parse().unwrap());
+        assert_eq!(fit(&session, 5).reused, 0);
+        // the next turns: every message of the previous one is taken from its reading
+        assert_eq!(fit(&session, 6).reused, 11);
+        let compacted = fit(&session, 20);
+        assert_eq!(compacted.reused, 13);
+        assert!(compacted.body.is_some(), "over 600 tokens: fitted");
+        assert_eq!(fit(&session, 20).reused, 41);
+        // another conversation has nothing to take; without a session header the body's head
+        // finds the conversation
+        let mut other = HeaderMap::new();
+        other.insert("x-tightfit-session", "run-2".parse().unwrap());
+        assert_eq!(fit(&other, 20).reused, 0);
+        let none = HeaderMap::new();
+        assert_eq!(fit(&none, 20).reused, 0);
+        assert_eq!(fit(&none, 21).reused, 41);
+        // a body shorter than the head it is known by is all head: no turn finds the last
+        assert_eq!(fit(&none, 2).reused, 0);
+        assert_eq!(fit(&none, 3).reused, 0);
+        // `limits.reuse_bytes = 0`: every turn read whole
+        let whole = Fitting::new(
+            Arc::new(MemoryStore::new()),
+            Settings::default(),
+            Some(600),
+            KeyHasher::new(None),
+            0,
+        );
+        for turns in [5, 6] {
+            assert_eq!(whole.fit(Format::OpenAi, &session, "cache", &body(turns)).unwrap().reused, 0);
+        }
     }
 }

@@ -27,6 +27,7 @@ mod fitting;
 mod forward;
 pub mod headers;
 pub mod metrics;
+mod parsed;
 mod server;
 pub mod usage;
 
@@ -95,8 +96,13 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     let store = open_store(config::store_spec(&config.store)?).await?;
     let secret = std::env::var(&config.session.secret_env).ok().filter(|s| !s.is_empty());
     let hasher = headers::KeyHasher::new(secret.as_deref().map(str::as_bytes));
-    let fitting =
-        fitting::Fitting::new(store, config.session_settings(), config.policy.max_input_tokens, hasher);
+    let fitting = fitting::Fitting::new(
+        store,
+        config.session_settings(),
+        config.policy.max_input_tokens,
+        hasher,
+        config.limits.reuse_bytes,
+    );
     let client_keys: Vec<String> = std::env::var(&config.auth.client_keys_env)
         .unwrap_or_default()
         .split(',')

@@ -269,6 +269,7 @@ impl App {
                 added.push(("x-tightfit-epoch", epoch.to_string()));
             }
             log.actions = outcome.actions.clone();
+            log.reused = outcome.reused;
             added.push(("x-tightfit-actions", outcome.actions));
             outcome.body.unwrap_or(body)
         };
@@ -312,6 +313,7 @@ impl App {
             tokens_before = before,
             tokens_after = after,
             actions = %log.actions,
+            messages_reused = log.reused,
             error = log.error.as_deref(),
             elapsed_us = at.elapsed().as_micros() as u64,
             "request"
@@ -372,6 +374,8 @@ struct Arrival {
 #[derive(Debug, Default)]
 struct LogLine {
     policy: String,
+    /// The messages taken from the conversation's previous request instead of read.
+    reused: usize,
     tokens: Option<(usize, usize)>,
     actions: String,
     error: Option<String>,

@@ -3,5 +3,6 @@
 
 mod faults;
 mod sessions;
+mod splice;
 mod support;
 mod wire;

@@ -23,6 +23,7 @@ mod gemini;
 mod openai;
 pub(crate) mod path;
 mod responses;
+mod splice;
 
 use serde_json::Value;
 
@@ -30,6 +31,7 @@ use crate::message::{Extra, Message, Tool};
 
 pub use convert::{convert, Conversion};
 pub use detect::{detect, list_verdict, message_verdict, verdict};
+pub use splice::{read_request, splice_request, Previous, ReadRequest, RequestLayout};
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
