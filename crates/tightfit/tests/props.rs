@@ -439,3 +439,73 @@ fn image_dimensions_of_long_non_ascii_text_are_none() {
     assert_eq!(dimensions_from_base64(&text), None);
     assert_eq!(dimensions_from_data_uri(&format!("data:image/png;base64,{text}")), None);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Splicing: where a body's messages lie, and a body read after the one before
+
+/// `value` as text, compact or with newlines and indents.
+fn written(value: &Value, pretty: bool) -> String {
+    if pretty {
+        serde_json::to_string_pretty(value).unwrap()
+    } else {
+        value.to_string()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The walk that finds a body's list of messages (the proxy splices by it) finds each
+    /// element where serde_json reads it, whatever its strings hold (quotes, backslashes,
+    /// brackets, any character) and however the body is spaced.
+    #[test]
+    fn the_layout_of_a_body_is_where_serde_json_reads_its_messages(
+        elements in prop::collection::vec(json_value(), 0..6),
+        before in json_value(),
+        after in json_value(),
+        pretty in any::<bool>(),
+    ) {
+        let body = json!({"model": "m", "before": before, "messages": elements, "after": after});
+        let text = written(&body, pretty);
+        let layout = format::RequestLayout::find(&text, Format::OpenAi).expect("a layout");
+        let found: Vec<Value> =
+            layout.elements().iter().map(|r| serde_json::from_str(&text[r.clone()]).unwrap()).collect();
+        prop_assert_eq!(&found, &elements, "{}", text);
+    }
+
+    /// A body read after its conversation's previous one (the messages it shares byte for
+    /// byte taken from that reading) reads as it reads alone, whatever the next turn kept of
+    /// the list and added to it.
+    #[test]
+    fn a_body_read_after_the_one_before_reads_as_it_reads_alone(
+        (document, format) in any_document(),
+        keep in 0usize..6,
+        added in 0usize..3,
+        pretty in any::<bool>(),
+    ) {
+        let key = format::list_key(format);
+        let Some(list) = document.get(key).and_then(Value::as_array) else { return Ok(()) };
+        let then = written(&document, pretty);
+        let mut first = format::read_request(&then, format, None).expect("the document reads");
+        // a body the walk gives up on (a key spelled with escapes) is read whole
+        let Some(layout) = first.layout.clone() else {
+            prop_assert!(then.contains('\\'), "no layout for {}", then);
+            return Ok(());
+        };
+        let listed = first.take_listed();
+        // the next turn: the first `keep` messages, then copies of the first ones again
+        let mut next = document.clone();
+        let mut items: Vec<Value> = list.iter().take(keep).cloned().collect();
+        items.extend(list.iter().take(added).cloned());
+        next[key] = Value::Array(items);
+        let now = written(&next, pretty);
+        let previous = format::Previous { text: &then, layout: &layout, listed };
+        let read = format::read_request(&now, format, Some(previous));
+        let alone = format::parse_str(&now, FormatHint::Exactly(format));
+        match (read, alone) {
+            (Ok(read), Ok(alone)) => prop_assert_eq!(read.conversation, alone, "{}", now),
+            (Err(read), Err(alone)) => prop_assert_eq!(read.to_string(), alone.to_string()),
+            (read, alone) => prop_assert!(false, "{read:?} against {alone:?} for {now}"),
+        }
+    }
+}
