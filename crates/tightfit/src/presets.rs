@@ -79,8 +79,10 @@ pub fn cache() -> Pipeline {
         ..MiddleOut::default()
     };
     // a compaction makes room for the turns to come: once it must cut results, it cuts every
-    // old long one (97.1% prefix reuse on the agent stream at 32k, 96.4% cutting only until
-    // the history fits)
+    // old long one outside the compaction's head (which it pins). It rarely must: the cut
+    // keeps room for its trace, so only protected turns too big for the mark get here (on the
+    // shared agent stream at 32k, cutting all at once or only until the history fits now
+    // reuse the same 98.5%)
     over_budget_rungs(Compact::default(), false, last_resort)
 }
 
