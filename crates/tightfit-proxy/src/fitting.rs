@@ -15,6 +15,7 @@ use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::session::{Policy, Session, SessionError, Settings};
 use tightfit::store::{Store, StoreErrorKind};
+use tightfit::tokens::message_fingerprint;
 use tightfit::Format;
 
 use crate::errors::{ApiError, Kind};
@@ -64,6 +65,21 @@ impl Outcome {
             reused: 0,
         }
     }
+}
+
+/// The fingerprints of the messages of `read` (one per message, in order), those of the
+/// messages it took from the previous reading from `known` (that reading's, of its list).
+fn fingerprints_of(read: &format::ReadRequest, known: &[u128]) -> Vec<u128> {
+    let messages = &read.conversation.messages;
+    let listed = read.layout.as_ref().map_or(0, |l| l.elements().len());
+    // the messages read from outside the list (a system prompt, instructions) come first
+    let first_listed = messages.len() - listed.min(messages.len());
+    let reused = read.reused.min(known.len()).min(listed);
+    let mut fingerprints = Vec::with_capacity(messages.len());
+    fingerprints.extend(messages[..first_listed].iter().map(message_fingerprint));
+    fingerprints.extend_from_slice(&known[..reused]);
+    fingerprints.extend(messages[first_listed + reused..].iter().map(message_fingerprint));
+    fingerprints
 }
 
 /// The shard of conversation `key` (hex digits of a hash) among `shards`.
@@ -143,6 +159,7 @@ impl Fitting {
         })?;
         let slot = self.parsed_slot(api, headers, text);
         let mut last = self.parsed.take(slot);
+        let known = last.as_mut().map(|last| std::mem::take(&mut last.fingerprints)).unwrap_or_default();
         let previous = last.as_mut().and_then(|last| {
             let listed = std::mem::take(&mut last.listed);
             let text = std::str::from_utf8(&last.body).ok()?;
@@ -159,10 +176,12 @@ impl Fitting {
         let Ok(model) = self.registry.lookup(&model_name) else {
             return Ok(Outcome::skipped(format!("none (unknown model {model_name:?})")));
         };
-        let outcome = self.fit_read(api, headers, policy, text, &read, model)?;
+        let mut fingerprints = fingerprints_of(&read, &known);
+        let outcome = self.fit_read(api, headers, policy, text, &read, model, &fingerprints)?;
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
-            self.parsed.put(slot, Parsed { body: body.clone(), layout, listed });
+            let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());
+            self.parsed.put(slot, Parsed { body: body.clone(), layout, listed, fingerprints });
         }
         Ok(outcome)
     }
@@ -212,6 +231,7 @@ impl Fitting {
         text: &str,
         read: &format::ReadRequest,
         model: &'static tightfit::models::ModelInfo,
+        fingerprints: &[u128],
     ) -> Result<Outcome, ApiError> {
         let conversation = &read.conversation;
         let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
@@ -240,7 +260,9 @@ impl Fitting {
             shard: shard_of(&key, self.shards),
         };
         let session = self.session(spec, target, Pricing::of(model))?;
-        let fitted = session.fit_keyed(Some(&key), conversation).map_err(|e| fit_error(api, e))?;
+        let fitted = session
+            .fit_fingerprinted(Some(&key), conversation, fingerprints.to_vec())
+            .map_err(|e| fit_error(api, e))?;
         let report = &fitted.report;
         let session_info = report.session.as_ref();
         let unchanged = fitted.messages.len() == conversation.messages.len()
@@ -371,6 +393,38 @@ mod tests {
             messages.push(json!({"role": "assistant", "content": format!("doing step {t}")}));
         }
         Bytes::from(json!({"model": "gpt-4o", "messages": messages}).to_string())
+    }
+
+    #[test]
+    fn the_fingerprints_kept_from_the_previous_turn_are_those_of_the_messages_taken_from_it() {
+        let anthropic = |turns: usize| {
+            let mut messages = Vec::new();
+            for t in 0..turns {
+                messages.push(json!({"role": "user", "content": format!("step {t}")}));
+                messages.push(
+                    json!({"role": "assistant", "content": [{"type": "text", "text": format!("did {t}")}]}),
+                );
+            }
+            json!({"model": "claude-sonnet-4-5", "system": "You fix bugs.", "messages": messages}).to_string()
+        };
+        for (api, then, now) in [
+            (Format::OpenAi, body(4), body(6)),
+            (Format::Anthropic, Bytes::from(anthropic(4)), Bytes::from(anthropic(6))),
+        ] {
+            let then = std::str::from_utf8(&then).unwrap();
+            let now = std::str::from_utf8(&now).unwrap();
+            let mut first = format::read_request(then, api, None).unwrap();
+            let layout = first.layout.clone().unwrap();
+            let listed = first.take_listed();
+            let known: Vec<u128> = listed.iter().map(message_fingerprint).collect();
+            let previous = format::Previous { text: then, layout: &layout, listed };
+            let read = format::read_request(now, api, Some(previous)).unwrap();
+            assert!(read.reused > 0, "{api:?}: messages taken from the previous reading");
+            let all: Vec<u128> = read.conversation.messages.iter().map(message_fingerprint).collect();
+            assert_eq!(fingerprints_of(&read, &known), all, "{api:?}");
+            // nothing known (a first turn, or a reading that was dropped): all hashed
+            assert_eq!(fingerprints_of(&read, &[]), all, "{api:?}");
+        }
     }
 
     #[test]

@@ -320,6 +320,27 @@ impl Session {
         conversation: &'a Conversation,
     ) -> Result<Fitted<'a>, SessionError> {
         let fingerprints: Vec<u128> = conversation.messages.iter().map(message_fingerprint).collect();
+        self.fit_fingerprinted(key, conversation, fingerprints)
+    }
+
+    /// [`fit_keyed`](Session::fit_keyed), with the messages' fingerprints taken by the caller:
+    /// one [`message_fingerprint`] per message, in order. Hashing every message is most of a
+    /// warm turn (two thirds of one on a 1,500-message history); a caller that kept the
+    /// fingerprints of the messages it has seen before (the proxy, for the messages a request
+    /// shares byte for byte with the previous one) hashes only the new ones. A list of another
+    /// length is ignored and taken again; fingerprints of other messages are the caller's
+    /// error (the session would take the history for the one they belong to).
+    pub fn fit_fingerprinted<'a>(
+        &self,
+        key: Option<&str>,
+        conversation: &'a Conversation,
+        fingerprints: Vec<u128>,
+    ) -> Result<Fitted<'a>, SessionError> {
+        let fingerprints = if fingerprints.len() == conversation.messages.len() {
+            fingerprints
+        } else {
+            conversation.messages.iter().map(message_fingerprint).collect()
+        };
         let key = match key {
             Some(key) => key.to_string(),
             None => {
