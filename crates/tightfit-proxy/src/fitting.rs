@@ -67,6 +67,14 @@ impl Outcome {
     }
 }
 
+/// A request body as read: its text, what was read from it, and its messages' fingerprints.
+#[derive(Clone, Copy)]
+struct Reading<'r> {
+    text: &'r str,
+    read: &'r format::ReadRequest,
+    fingerprints: &'r [u128],
+}
+
 /// The fingerprints of the messages of `read` (one per message, in order), those of the
 /// messages it took from the previous reading from `known` (that reading's, of its list).
 fn fingerprints_of(read: &format::ReadRequest, known: &[u128]) -> Vec<u128> {
@@ -177,7 +185,8 @@ impl Fitting {
             return Ok(Outcome::skipped(format!("none (unknown model {model_name:?})")));
         };
         let mut fingerprints = fingerprints_of(&read, &known);
-        let outcome = self.fit_read(api, headers, policy, text, &read, model, &fingerprints)?;
+        let reading = Reading { text, read: &read, fingerprints: &fingerprints };
+        let outcome = self.fit_read(api, headers, policy, reading, model)?;
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
             let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());
@@ -222,17 +231,16 @@ impl Fitting {
         u128::from_str_radix(&key, 16).unwrap_or(0)
     }
 
-    /// Fits a request read as `read` from `text`, for `model`.
+    /// Fits a request, read, for `model`.
     fn fit_read(
         &self,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
-        text: &str,
-        read: &format::ReadRequest,
+        request: Reading<'_>,
         model: &'static tightfit::models::ModelInfo,
-        fingerprints: &[u128],
     ) -> Result<Outcome, ApiError> {
+        let Reading { text, read, fingerprints } = request;
         let conversation = &read.conversation;
         let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
         let mut target = Target::for_model(model, reserved).with_provider(api);
