@@ -324,8 +324,8 @@ impl Session {
     }
 
     /// [`fit_keyed`](Session::fit_keyed), with the messages' fingerprints taken by the caller:
-    /// one [`message_fingerprint`] per message, in order. Hashing every message is most of a
-    /// warm turn (two thirds of one on a 1,500-message history); a caller that kept the
+    /// one [`message_fingerprint`] per message, in order. Hashing every message is a third
+    /// to two thirds of a warm turn (1,500 messages; more when they are cold in memory); a caller that kept the
     /// fingerprints of the messages it has seen before (the proxy, for the messages a request
     /// shares byte for byte with the previous one) hashes only the new ones. A list of another
     /// length is ignored and taken again; fingerprints of other messages are the caller's
