@@ -277,3 +277,37 @@ fn a_turn_merged_into_a_turn_that_is_then_dropped_is_recallable() {
         assert!(sent.contains(&text) || recalled.contains(&i), "message {i} ({text}) lost: {sent}");
     }
 }
+
+/// A request that ends on the assistant's prefill, after which the repair pass drops a turn
+/// (results whose call is gone): the placeholder goes before the prefill, which stays last (a
+/// note after it made the model answer a user turn, and its empty text block, allowed only in
+/// a final assistant message, made the request invalid; found by the session property test).
+#[test]
+fn a_prefill_the_request_ends_on_stays_last() {
+    let conversation = parse_str(
+        r#"[{"role": "user", "content": "write a haiku about rust"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "", "citations": [{"type": "char_location", "cited_text": "rust",
+                    "document_index": 0, "start_char_index": 0, "end_char_index": 4}]},
+                {"type": "text", "text": "Here is the haiku:"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_gone", "content": "old output"}]}]"#,
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let store = MemoryStore::new();
+    let counter = tightfit::tokens::ChatCounter::openai(tightfit::tokens::OpenAiEncoding::O200kBase);
+    let fitted = Fitter::new()
+        .run_with(
+            &conversation,
+            &counter,
+            Some(&tightfit::presets::cache()),
+            &RunOptions::fit(100_000),
+            Services::default().with_offload(&store),
+        )
+        .expect("valid: the prefill is still the last message");
+    let out = fitted.into_messages();
+    assert_eq!(out.last(), conversation.messages.get(1), "the prefill stays last");
+    let placeholder = out.iter().position(|m| m.text_content().contains("offloaded here")).expect("a trace");
+    assert!(placeholder < out.len() - 1);
+    assert_eq!(tightfit::validate(&out, Format::Anthropic), vec![]);
+}
