@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use serde_json::{json, Value};
 use tokio::net::TcpListener;
+
+mod corpus;
 
 // the allocator of the shipped `tightfit` binary, which `tightfit serve` runs in
 #[global_allocator]
@@ -42,21 +43,6 @@ async fn fake_upstream() -> String {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, axum::Router::new().fallback(answer)).await });
     format!("http://{addr}")
-}
-
-/// A request body of the first `messages` messages of a mini-SWE-agent run (DeepSeek, its
-/// runs concatenated: 4,857 messages in all).
-fn conversation(messages: usize) -> String {
-    let path = format!("{}/../../../shared/data/extreme_long.jsonl", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let record: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["id"] == "concat/mini-swe-deepseek/1M")
-        .expect("the mini-swe concatenation of 1M tokens");
-    let all = record["messages"].as_array().unwrap();
-    assert!(all.len() >= messages, "{} messages, {messages} asked for", all.len());
-    json!({"model": "gpt-4o", "max_tokens": 1024, "messages": &all[..messages]}).to_string()
 }
 
 /// How a request goes.
@@ -205,7 +191,7 @@ fn main() {
     runtime.block_on(async {
         let upstream = fake_upstream().await;
         let direct = format!("{upstream}/v1/chat/completions");
-        let bodies: Vec<(usize, String)> = [100, 1500].map(|n| (n, conversation(n))).into();
+        let bodies: Vec<(usize, String)> = [100, 1500].map(|n| (n, corpus::conversation(n))).into();
         let total = |messages: usize| ((if messages == 100 { 4_000.0 } else { 640.0 }) * scale) as usize;
         for (messages, body) in &bodies {
             println!("{messages} messages: {:.2} MB of JSON", body.len() as f64 / 1e6);

@@ -11,28 +11,18 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
 use tightfit::format::{self, FormatHint};
 use tightfit::models::Registry;
 use tightfit::session::{Policy, Session, Settings};
 use tightfit::store::MemoryStore;
 use tightfit::{Format, Message, Target};
 
+#[path = "../benches/corpus/mod.rs"]
+mod corpus;
+
 // the allocator of the shipped `tightfit` binary, which `tightfit serve` runs in
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn conversation(messages: usize) -> String {
-    let path = format!("{}/../../../shared/data/extreme_long.jsonl", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let record: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["id"] == "concat/mini-swe-deepseek/1M")
-        .expect("the mini-swe concatenation of 1M tokens");
-    let all = record["messages"].as_array().unwrap();
-    json!({"model": "gpt-4o", "max_tokens": 1024, "messages": &all[..messages]}).to_string()
-}
 
 /// The median of `times`.
 fn median(times: &mut [Duration]) -> Duration {
@@ -45,7 +35,7 @@ fn main() {
     let turns: usize = std::env::var("TIGHTFIT_PHASE_TURNS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let model = Registry::embedded().lookup("gpt-4o").unwrap();
     for messages in [100, 1500] {
-        let body = conversation(messages);
+        let body = corpus::conversation(messages);
         let session = Session::new(
             Target::for_model(model, Some(1024)).with_provider(Format::OpenAi),
             Policy::cache(),
@@ -58,7 +48,7 @@ fn main() {
         let first = format::parse_str(&body, FormatHint::Exactly(Format::OpenAi)).unwrap();
         session.fit_keyed(Some(key), &first).unwrap();
         // the previous turn's body and its reading, as the proxy holds them
-        let before = conversation(messages - 1);
+        let before = corpus::conversation(messages - 1);
         let mut read_before = format::read_request(&before, Format::OpenAi, None).unwrap();
         let before_listed = read_before.take_listed();
         let before_layout = read_before.layout.unwrap();

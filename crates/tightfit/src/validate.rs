@@ -516,8 +516,13 @@ fn lone_reasoning(messages: &[&Message], out: &mut Vec<Violation>) {
 /// user text would end the turn (and the assistant message after it would need the thinking
 /// it does not have): then just before the turn's first assistant message; or, for OpenAI
 /// Responses, right after a reasoning item (which must be followed by what it produced): then
-/// before the reasoning.
+/// before the reasoning. Never after the message a request ends on when the assistant wrote it
+/// (a prefill the model goes on from): after it, the note would make the model answer a new
+/// user turn, and the prefill's allowances (Anthropic: an empty text block) would no longer
+/// hold; then before it.
 pub(crate) fn note_position<M: Borrow<Message>>(messages: &[M], position: usize, provider: Format) -> usize {
+    let ends_on_prefill = messages.last().is_some_and(|m| m.borrow().role == Role::Assistant);
+    let position = if position >= messages.len() && ends_on_prefill { messages.len() - 1 } else { position };
     match provider {
         // never between a reasoning item and the item it produced: before the reasoning
         Format::Responses => {

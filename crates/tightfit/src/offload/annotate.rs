@@ -150,13 +150,6 @@ fn place_removals(
                 while end < history.len() && history.message(end).role == Role::Tool {
                     end += 1;
                 }
-                // a request that ends on the assistant's message (a prefill the model goes on
-                // from) still ends on it: after it, the note would make the model answer a
-                // new user turn, and the prefill's allowances (Anthropic: an empty text
-                // block) would no longer hold
-                if end == history.len() && end > 0 && history.message(end - 1).role == Role::Assistant {
-                    end -= 1;
-                }
                 let end = note_position(history.messages(), end, format);
                 let gist = gist::of(&messages.iter().map(|(_, m)| *m).collect::<Vec<_>>());
                 let count = indices.len();

@@ -325,9 +325,9 @@ impl Session {
 
     /// [`fit_keyed`](Session::fit_keyed), with the messages' fingerprints taken by the caller:
     /// one [`message_fingerprint`] per message, in order. Hashing every message is a third
-    /// to two thirds of a warm turn (1,500 messages; more when they are cold in memory); a caller that kept the
-    /// fingerprints of the messages it has seen before (the proxy, for the messages a request
-    /// shares byte for byte with the previous one) hashes only the new ones. A list of another
+    /// to two thirds of a warm turn (1,500 messages; more when they are cold in memory); a
+    /// caller that kept the fingerprints of the messages it has seen before (the proxy, for the
+    /// messages a request shares byte for byte with the previous one) hashes only the new ones. A list of another
     /// length is ignored and taken again; fingerprints of other messages are the caller's
     /// error (the session would take the history for the one they belong to).
     pub fn fit_fingerprinted<'a>(

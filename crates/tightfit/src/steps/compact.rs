@@ -130,7 +130,7 @@ impl Step for Compact {
         let mut attempts = 0;
         let (cut, removed_message) = loop {
             let Some(cut) = self.plan_cut(history, budget, reserve) else { return Ok(()) };
-            let traced = if self.trace { self.trace_of(&cut, history, trace, cx)? } else { (None, None) };
+            let traced = if self.trace { cut.trace(history, trace, cx)? } else { (None, None) };
             let tokens = traced.0.as_ref().map_or(0, |m| history.counter().message_tokens(m));
             attempts += 1;
             if tokens <= reserve || attempts == MAX_PLANS {
@@ -177,26 +177,14 @@ impl Cut {
         history.units().iter().zip(&self.drop).filter(|(_, d)| **d).flat_map(|(u, _)| u.messages.clone())
     }
 
-    fn reason(&self) -> String {
-        format!("between the head (units 0..{}) and the tail (from unit {})", self.head, self.tail)
-    }
-}
-
-/// The most times a compaction plans its cut to make room for its trace (the trace of a cut
-/// that removes a little more is rarely bigger than the one before; when it is, the rungs
-/// after the step deal with the few tokens left over).
-const MAX_PLANS: usize = 3;
-
-impl Compact {
-    /// The trace of `cut` by `trace`, and a note when the trace had to make do.
-    fn trace_of(
+    /// Its trace by `trace`, and a note when the trace had to make do.
+    fn trace(
         &self,
-        cut: &Cut,
         history: &History<'_>,
         trace: &dyn Trace,
         cx: &StepContext<'_>,
     ) -> Result<(Option<crate::message::Message>, Option<String>), StepError> {
-        let (messages, input_indices) = cut
+        let (messages, input_indices) = self
             .removed_messages(history)
             .map(|i| {
                 let origin = match history.origin(i) {
@@ -214,6 +202,17 @@ impl Compact {
         })
     }
 
+    fn reason(&self) -> String {
+        format!("between the head (units 0..{}) and the tail (from unit {})", self.head, self.tail)
+    }
+}
+
+/// The most times a compaction plans its cut to make room for its trace (the trace of a cut
+/// that removes a little more is rarely bigger than the one before; when it is, the rungs
+/// after the step deal with the few tokens left over).
+const MAX_PLANS: usize = 3;
+
+impl Compact {
     /// The units to remove, or `None` when removing none would do: a head fixed by `budget`,
     /// and the newest units that fit `budget` less `reserve` (the room the trace takes).
     fn plan_cut(&self, history: &History<'_>, budget: usize, reserve: usize) -> Option<Cut> {
