@@ -4,7 +4,8 @@
 //!   `cold` parses the JSON, counts every message and fits; `warm` fits with the counts of an
 //!   earlier call cached (the agent-loop case). The cold run is the reference of the warm one.
 //! - `scaling/*`: histories of 1k, 10k and 100k messages (real tau-bench turns repeated, call
-//!   ids made unique) fitted to 32k, cold and warm: the cost should grow linearly.
+//!   ids made unique) fitted to 32k, cold and warm, and read once (every message hashed, the
+//!   reference): the cost should grow linearly, and warm / read stay flat.
 //! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
 //!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
 //!
@@ -34,7 +35,7 @@ use serde_json::{json, Value};
 use tightfit::fit::{Fitter, Target};
 use tightfit::format::{self, Conversation, Format, FormatHint};
 use tightfit::session::{MemoryStore, Policy, Session};
-use tightfit::tokens::{ChatCounter, OpenAiEncoding};
+use tightfit::tokens::{message_fingerprint, ChatCounter, OpenAiEncoding};
 
 fn shared(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
@@ -122,6 +123,12 @@ fn scaling(c: &mut Criterion) {
         fitter.fit(&conversation, &target, None).unwrap();
         group.bench_function(format!("{n}_messages/warm"), |b| {
             b.iter(|| fitter.fit(&conversation, &target, None).unwrap().report.compressed_token_count)
+        });
+        // the reference: reading the history once (hashing every message, the least a warm
+        // fit must do to know its input), in the same run; warm / read says how many reads of
+        // its input a warm fit costs, which the processor's caches do not change
+        group.bench_function(format!("{n}_messages/read"), |b| {
+            b.iter(|| conversation.messages.iter().fold(0u128, |x, m| x ^ message_fingerprint(m)))
         });
     }
     group.finish();

@@ -25,6 +25,9 @@ use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, Unit, UnitKind};
 use references::{holds, Reference};
 
+/// Room kept past the input in a history's vectors for messages steps insert.
+const INSERT_ROOM: usize = 8;
+
 /// A history being fitted: messages, their tokens, and the record of every change.
 #[derive(Debug)]
 pub struct History<'a> {
@@ -93,25 +96,24 @@ impl<'a> History<'a> {
         mut cache: CountCache,
         provider: Format,
     ) -> History<'a> {
-        let known = known.filter(|k| k.len() == messages.len());
         cache.reserve(messages.len());
-        let mut fingerprints = Vec::with_capacity(messages.len());
-        let meta: Vec<Meta> = messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let (fingerprint, tokens) = match known {
-                    Some(known) => cache.tokens_of_fingerprinted(counter, m, known[i]),
-                    None => cache.fingerprint_and_tokens(counter, m),
-                };
-                fingerprints.push(fingerprint);
-                Meta { origin: Origin::Input(i), tokens, changes: Vec::new() }
-            })
-            .collect();
+        let counted = cache.count_history(counter, messages, known);
+        // room for the few messages steps insert (a trace, a synthetic result) without
+        // moving the whole history to a new allocation
+        let capacity = messages.len() + INSERT_ROOM;
+        let mut meta = Vec::with_capacity(capacity);
+        meta.extend(counted.iter().enumerate().map(|(i, &(_, tokens))| Meta {
+            origin: Origin::Input(i),
+            tokens,
+            changes: Vec::new(),
+        }));
+        let input_fingerprint = input_fingerprint(counted.iter().map(|&(fingerprint, _)| fingerprint));
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
         let message_tokens = meta.iter().map(|m| m.tokens).sum();
+        let mut borrowed = Vec::with_capacity(capacity);
+        borrowed.extend(messages.iter().map(Cow::Borrowed));
         History {
-            messages: messages.iter().map(Cow::Borrowed).collect(),
+            messages: borrowed,
             meta,
             dropped: Vec::new(),
             notes: Vec::new(),
@@ -124,7 +126,7 @@ impl<'a> History<'a> {
             step: Arc::from("input"),
             units: OnceLock::new(),
             input_units: None,
-            input_fingerprint: input_fingerprint(fingerprints.into_iter()),
+            input_fingerprint,
             revision: 0,
             references: Vec::new(),
             referrers_of: Default::default(),
@@ -480,8 +482,11 @@ impl<'a> History<'a> {
             return 0;
         }
         let reason: Arc<str> = Arc::from(reason);
-        let messages = std::mem::take(&mut self.messages);
-        let meta = std::mem::take(&mut self.meta);
+        // the kept ones go into vectors of their final size: growing them from empty moves
+        // the history several times, into fresh pages the kernel zeroes first
+        let capacity = keep.len() - dropped + INSERT_ROOM;
+        let messages = std::mem::replace(&mut self.messages, Vec::with_capacity(capacity));
+        let meta = std::mem::replace(&mut self.meta, Vec::with_capacity(capacity));
         self.positions = None;
         let first_dropped = self.dropped.len();
         for ((message, meta), keep) in messages.into_iter().zip(meta).zip(keep) {
@@ -649,23 +654,58 @@ impl<'a> History<'a> {
     /// Inserts a message written by the running step at `index` (a placeholder, a synthetic
     /// result), recording `detail`.
     pub fn insert(&mut self, index: usize, message: Message, detail: impl Into<String>) {
-        let tokens = self.cache.message_tokens(&self.counter, &message);
-        self.message_tokens += tokens;
+        let meta = self.inserted_meta(&message, detail.into());
         self.messages.insert(index, Cow::Owned(message));
+        self.meta.insert(index, meta);
         self.positions = None;
-        self.meta.insert(
-            index,
-            Meta {
-                origin: Origin::Inserted,
-                tokens,
-                changes: vec![Change {
-                    step: Arc::clone(&self.step),
-                    kind: ChangeKind::Rewritten,
-                    detail: detail.into(),
-                }],
-            },
-        );
         self.changed();
+    }
+
+    /// Inserts several messages written by the running step in one pass: each `(index,
+    /// message, detail)` goes before the message at `index` now, in the history as it is
+    /// before any of them (so indices do not shift as they go in); several at one index keep
+    /// their order. Why: inserting one at a time moves the rest of the history each time, k
+    /// insertions into n messages cost O(k·n) (the repair of a long agent run answering a
+    /// call in every task); this costs O(n + k).
+    pub fn insert_all(&mut self, mut inserts: Vec<(usize, Message, String)>) {
+        if inserts.len() <= 1 {
+            if let Some((index, message, detail)) = inserts.pop() {
+                self.insert(index, message, detail);
+            }
+            return;
+        }
+        inserts.sort_by_key(|(index, ..)| *index);
+        let len = self.messages.len() + inserts.len();
+        let old_messages = std::mem::replace(&mut self.messages, Vec::with_capacity(len));
+        let old_meta = std::mem::replace(&mut self.meta, Vec::with_capacity(len));
+        let mut inserts = inserts.into_iter().peekable();
+        for (index, (message, meta)) in old_messages.into_iter().zip(old_meta).enumerate() {
+            while let Some((_, message, detail)) = inserts.next_if(|(at, ..)| *at <= index) {
+                let meta = self.inserted_meta(&message, detail);
+                self.messages.push(Cow::Owned(message));
+                self.meta.push(meta);
+            }
+            self.messages.push(message);
+            self.meta.push(meta);
+        }
+        for (_, message, detail) in inserts {
+            let meta = self.inserted_meta(&message, detail);
+            self.messages.push(Cow::Owned(message));
+            self.meta.push(meta);
+        }
+        self.positions = None;
+        self.changed();
+    }
+
+    /// The record of a message the running step inserts; its tokens join the total.
+    fn inserted_meta(&mut self, message: &Message, detail: String) -> Meta {
+        let tokens = self.cache.message_tokens(&self.counter, message);
+        self.message_tokens += tokens;
+        Meta {
+            origin: Origin::Inserted,
+            tokens,
+            changes: vec![Change { step: Arc::clone(&self.step), kind: ChangeKind::Rewritten, detail }],
+        }
     }
 
     /// The fitted messages, the plan of what happened to every input unit, and the count cache

@@ -90,6 +90,9 @@ fn drop_orphan_results(history: &mut History<'_>, lines: &mut Vec<String>) {
 }
 
 fn answer_unanswered(history: &mut History<'_>, policy: &Repair, lines: &mut Vec<String>) {
+    // the synthetic results of every step go in together at the end, in one pass: the steps
+    // are answered from the last, so no insertion moves a message an earlier step reads
+    let mut inserts = Vec::new();
     let steps: Vec<(usize, usize, Vec<String>)> = history
         .units()
         .iter()
@@ -128,16 +131,27 @@ fn answer_unanswered(history: &mut History<'_>, policy: &Repair, lines: &mut Vec
                 lines.push(format!("messages[{start}]: dropped tool calls {ids:?} that got no result"));
             }
             UnansweredCalls::AnswerAborted => {
-                answer_aborted(history, start, end, &ids, &policy.aborted_text);
+                answer_aborted(history, start, end, &ids, &policy.aborted_text, &mut inserts);
                 lines.push(format!(
                     "messages[{start}]: answered tool calls {ids:?} with a synthetic aborted result"
                 ));
             }
         }
     }
+    history.insert_all(inserts);
 }
 
-fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[String], text: &str) {
+/// Answers the calls `ids` of the step `start..end`: Anthropic and Gemini results join the
+/// user message after the call now; a new message goes into `inserts` (index, message,
+/// detail), for the caller to insert with the others.
+fn answer_aborted(
+    history: &mut History<'_>,
+    start: usize,
+    end: usize,
+    ids: &[String],
+    text: &str,
+    inserts: &mut Vec<(usize, Message, String)>,
+) {
     let detail = format!("synthetic result for calls {ids:?} that got none");
     if matches!(history.provider(), Format::Anthropic | Format::Gemini) {
         let gemini = history.provider() == Format::Gemini;
@@ -179,20 +193,20 @@ fn answer_aborted(history: &mut History<'_>, start: usize, end: usize, ids: &[St
                 let mut message = Message::text(Role::User, "");
                 message.parts = blocks;
                 message.content_form = ContentForm::Parts;
-                history.insert(end, message, detail);
+                inserts.push((end, message, detail));
             }
         }
     } else {
         // the step's calls, in its assistant messages (several for a Responses response)
         let legacy = (start..end).flat_map(|i| history.message(i).tool_calls()).all(|c| c.id.is_none());
-        for (offset, id) in ids.iter().enumerate() {
+        for id in ids {
             let mut message = Message::text(if legacy { Role::Function } else { Role::Tool }, text);
             if legacy {
                 message.name = Some(id.clone());
             } else {
                 message.tool_call_id = Some(id.clone());
             }
-            history.insert(end + offset, message, detail.clone());
+            inserts.push((end, message, detail.clone()));
         }
     }
 }

@@ -15,7 +15,7 @@ use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 use tightfit::validate::validate;
 use tightfit::Pipeline;
 
-use crate::{call, data_files, lines, result};
+use crate::{call, data_files, lines, result, shared};
 
 fn counter() -> ChatCounter {
     ChatCounter::openai(OpenAiEncoding::O200kBase)
@@ -346,6 +346,98 @@ fn a_broken_input_is_repaired_and_the_report_says_so() {
     let out = fitted.into_messages();
     assert_eq!(out[1].tool_calls().count(), 1);
     assert_eq!(validate(&out, Format::OpenAi), vec![]);
+}
+
+/// Every unanswered step of a long run is answered in its own place, in call order: the
+/// synthetic results of all steps go in together, each after its step's calls, and those of
+/// the later steps do not shift the earlier ones (OpenAI: a `tool` message per call;
+/// Anthropic: a new user turn after a step that ends the history or meets the assistant).
+#[test]
+fn every_unanswered_step_of_a_long_run_is_answered_in_its_place() {
+    let mut messages = vec![json!({"role": "user", "content": "go"})];
+    for task in 0..7 {
+        let ids: Vec<String> = (0..=task % 3 + 1).map(|k| format!("t{task}_{k}")).collect();
+        let calls: Vec<_> = ids.iter().map(|id| call(id)).collect();
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+        // the first call of a step is answered, the others of the odd tasks are not
+        messages.push(result(&ids[0]));
+        if task % 2 == 0 {
+            for id in &ids[1..] {
+                messages.push(result(id));
+            }
+        }
+        messages.push(json!({"role": "user", "content": format!("next {task}")}));
+    }
+    let conversation = conversation(json!(messages));
+    let fitted = fit(&conversation, &Target::budget(100_000, counter()), None).unwrap();
+    assert_eq!(fitted.report.repairs.len(), 3, "{:?}", fitted.report.repairs);
+    let out = fitted.into_messages();
+    assert_eq!(validate(&out, Format::OpenAi), vec![]);
+    let ids: Vec<&str> = out.iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+    let expected: Vec<String> = (0..7)
+        .flat_map(|task| (0..=task % 3 + 1).map(move |k| format!("t{task}_{k}")))
+        .collect();
+    assert_eq!(ids, expected, "each result follows its call, in the calls' order");
+    for (i, m) in out.iter().enumerate() {
+        let synthetic = m.text_content() == ABORTED_RESULT;
+        let odd_extra = m.tool_call_id.as_deref().is_some_and(|id| {
+            let (task, k) = id[1..].split_once('_').unwrap();
+            task.parse::<usize>().unwrap() % 2 == 1 && k != "0"
+        });
+        assert_eq!(synthetic, odd_extra, "messages[{i}]: {m:?}");
+    }
+
+    // Anthropic: steps whose calls meet the next assistant turn, or end the history
+    let anthropic = |blocks: serde_json::Value| json!({"role": "assistant", "content": blocks});
+    let tool_use = |id: &str| json!({"type": "tool_use", "id": id, "name": "run", "input": {}});
+    let conversation = parse_str(
+        &json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+            {"role": "user", "content": "go"},
+            anthropic(json!([tool_use("a1"), tool_use("a2")])),
+            anthropic(json!([{"type": "text", "text": "and then"}, tool_use("b1")])),
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b1", "content": "ok"}]},
+            anthropic(json!([tool_use("c1")]))
+        ]})
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let fitted = fit(&conversation, &Target::budget(100_000, counter()), None).unwrap();
+    assert_eq!(validate(&fitted.messages, Format::Anthropic), vec![]);
+    let answered: Vec<Vec<String>> = fitted
+        .messages
+        .iter()
+        .filter(|m| m.role == tightfit::message::Role::User)
+        .map(|m| m.answered_call_ids().map(str::to_string).collect())
+        .collect();
+    assert_eq!(answered, [vec![], vec!["a1".to_string(), "a2".into()], vec!["b1".into()], vec!["c1".into()]]);
+}
+
+/// A warm fit finds each message it counted before at its place; a message that changed, or
+/// moved, is counted afresh: the counts equal a cold fit's after edits, swaps and removals.
+#[test]
+fn a_warm_fit_counts_what_changed_in_place_afresh() {
+    let text = std::fs::read_to_string(shared("data/agent_mini_swe_deepseek.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let original = conversation(record["messages"].clone());
+    let target = Target::budget(8_000, counter());
+    let mut warm = Fitter::new();
+    let mut history = original.clone();
+    for turn in 0..4 {
+        match turn {
+            0 => {}
+            1 => history.messages[3] = Message::text(history.messages[3].role, "changed in place"),
+            2 => history.messages.swap(5, 7),
+            _ => {
+                history.messages.remove(2);
+            }
+        }
+        let cold = Fitter::new().fit(&history, &target, None).unwrap();
+        let hot = warm.fit(&history, &target, None).unwrap();
+        assert_eq!(hot.report.original_token_count, cold.report.original_token_count, "turn {turn}");
+        assert_eq!(hot.report.compressed_token_count, cold.report.compressed_token_count, "turn {turn}");
+        assert_eq!(bytes(&hot.messages, Format::OpenAi), bytes(&cold.messages, Format::OpenAi), "turn {turn}");
+    }
 }
 
 #[test]
