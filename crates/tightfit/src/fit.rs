@@ -310,6 +310,12 @@ impl Fitter {
         Fitter { cache: CountCache::new(), options }
     }
 
+    /// The tokens of `message`, whose fingerprint is `fingerprint`, from the cache or counted
+    /// and remembered.
+    pub(crate) fn message_tokens(&mut self, counter: &ChatCounter, message: &Message, fingerprint: u128) -> usize {
+        self.cache.tokens_of_fingerprinted(counter, message, fingerprint).1
+    }
+
     /// Fits `conversation` to `target` (see [`fit`]).
     pub fn fit<'a>(
         &mut self,

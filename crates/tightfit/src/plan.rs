@@ -141,6 +141,18 @@ fn fingerprint(input: &[Message]) -> String {
     input_fingerprint(input.iter().map(message_fingerprint))
 }
 
+/// The plan of an input unit no step touched, its messages `offset` further on: what
+/// [`Plan::record`] writes for it (a session extending its previous turn appends these).
+pub(crate) fn unit_plan_as_it_came(unit: &Unit, offset: usize) -> UnitPlan {
+    UnitPlan {
+        kind: kind_name(unit.kind).to_string(),
+        messages: [unit.messages.start + offset, unit.messages.end + offset],
+        action: UnitAction::Kept,
+        steps: Vec::new(),
+        details: Vec::new(),
+    }
+}
+
 fn kind_name(kind: UnitKind) -> &'static str {
     match kind {
         UnitKind::Instruction => "instruction",

@@ -124,6 +124,66 @@ fn agent_runs_grow_turn_by_turn_with_few_compactions() {
 /// provider's prompt cache holds from one compaction to the next. (A compaction that cut
 /// the head's results when the cut alone left it over its mark, and kept them whole when not,
 /// lost half its cache this way.)
+/// A Chat Completions turn that appends to the previous one is answered from it, exactly as
+/// replaying the decision over the whole history answers it: the same messages, report and
+/// plan, turn after turn, over real agent runs and chats of both corpora grown one message
+/// per turn (turns that end on a call, which a repair answers, included) and a request per
+/// turn, with compactions, an edit and a branch between them.
+#[test]
+fn a_turn_answered_from_the_previous_one_is_the_replay_exactly() {
+    // aider's chats are short: forty of them back to back make one long chat
+    let chats = conversations("data/chat_aider_sessions.jsonl", 40);
+    let chat = Conversation {
+        messages: chats.iter().flat_map(|c| c.messages.iter().cloned()).collect(),
+        ..chats[0].clone()
+    };
+    for (file, runs, budget) in [
+        ("data/agent_mini_swe_deepseek.jsonl", conversations("data/agent_mini_swe_deepseek.jsonl", 2), 6_000),
+        ("data/agent_tau_bench_airline_gpt4o.jsonl", conversations("data/agent_tau_bench_airline_gpt4o.jsonl", 2), 3_000),
+        ("data/chat_aider_sessions.jsonl", vec![chat], 4_000),
+        ("data2/agent_openhands.jsonl", conversations("data2/agent_openhands.jsonl", 3), 12_000),
+        ("data2/agent_tau2_mixed.jsonl", conversations("data2/agent_tau2_mixed.jsonl", 4), 9_000),
+    ] {
+        let answered = Session::new(target("gpt-4o", budget), Policy::cache(), Arc::new(MemoryStore::new()));
+        let replayed = Session::new(target("gpt-4o", budget), Policy::cache(), Arc::new(MemoryStore::new()))
+            .with_settings(Settings::default().with_previous_turns(0))
+            .unwrap();
+        let mut compared = 0;
+        let mut held = 0;
+        for conversation in runs.iter().filter(|c| c.format == Format::OpenAi && c.messages.len() > 3) {
+            let mut turns: Vec<Conversation> = message_ends(&conversation.messages)
+                .into_iter()
+                .chain(turn_ends(&conversation.messages))
+                .map(|end| prefix(conversation, end))
+                .collect();
+            // an edit of an early message, then a branch back to the first half
+            let mut edited = turns.last().unwrap().clone();
+            edited.messages[1] = Message::text(edited.messages[1].role, "edited by the caller");
+            turns.push(edited);
+            turns.push(prefix(conversation, conversation.messages.len() / 2));
+            turns.push(prefix(conversation, (conversation.messages.len() / 2 + 3).min(conversation.messages.len())));
+            for turn in &turns {
+                let (a, r) = (answered.fit(turn), replayed.fit(turn));
+                let where_ = format!("{file}: turn of {} messages", turn.messages.len());
+                match (a, r) {
+                    (Ok(a), Ok(r)) => {
+                        assert_eq!(wire(&a.messages, turn.format), wire(&r.messages, turn.format), "{where_}");
+                        assert_eq!(a.report, r.report, "{where_}");
+                        assert_eq!(a.plan, r.plan, "{where_}");
+                        compared += 1;
+                        held += answered.previous_turns_held();
+                    }
+                    (Err(a), Err(r)) => assert_eq!(a.to_string(), r.to_string(), "{where_}"),
+                    (a, r) => panic!("{where_}: {:?} against {:?}", a.map(|f| f.report), r.map(|f| f.report)),
+                }
+            }
+        }
+        assert!(compared > 50, "{file}: {compared} turns compared");
+        assert!(held > compared / 2, "{file}: a previous turn held after {held} of {compared} turns");
+        assert_eq!(replayed.previous_turns_held(), 0);
+    }
+}
+
 #[test]
 fn compactions_keep_the_head_the_one_before_kept() {
     let runs = conversations("data/agent_mini_swe_deepseek.jsonl", usize::MAX);

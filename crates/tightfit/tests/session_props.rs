@@ -108,6 +108,11 @@ fn turns(whole: &Conversation, ops: &[Op]) -> Vec<(Conversation, bool)> {
 type Outcome = Result<(Vec<String>, bool), SessionError>;
 
 fn outcome(session: &Session, turn: &Conversation) -> Outcome {
+    outcome_and_record(session, turn).map(|(outcome, _)| outcome)
+}
+
+/// [`outcome`], with the report and plan as JSON.
+fn outcome_and_record(session: &Session, turn: &Conversation) -> Result<((Vec<String>, bool), String), SessionError> {
     let before = turn.clone();
     let fitted = session.fit(turn);
     assert_eq!(turn, &before, "the caller's history is not mutated");
@@ -122,7 +127,8 @@ fn outcome(session: &Session, turn: &Conversation) -> Outcome {
         .map(|m| messages_to_value(std::slice::from_ref(m.as_ref()), turn.format).to_string())
         .collect();
     let compacted = fitted.report.session.as_ref().expect("a session fit says so").compacted;
-    Ok((wire, compacted))
+    let record = format!("{}\n{}", serde_json::to_string(&fitted.report).unwrap(), serde_json::to_string(&fitted.plan).unwrap());
+    Ok(((wire, compacted), record))
 }
 
 proptest! {
@@ -144,7 +150,11 @@ proptest! {
         let new_session = |store: &Arc<dyn Store>| Session::new(target.clone(), Policy::cache(), Arc::clone(store));
         let store = || Arc::new(MemoryStore::new()) as Arc<dyn Store>;
         let first = new_session(&store());
-        let second = new_session(&store());
+        // the second replays every turn; the first answers a turn that only appends to the
+        // previous one from it (Chat Completions), which must come to the same
+        let second = new_session(&store())
+            .with_settings(tightfit::session::Settings::default().with_previous_turns(0))
+            .unwrap();
         // a new session every turn on one store: a process that has nothing in memory
         let sessions_store = store();
         let mut previous: Option<Vec<String>> = None;
@@ -156,9 +166,11 @@ proptest! {
             let valid_now = validate(&turn.messages, turn.format).is_empty();
             let valid = valid_now && valid_before;
             valid_before = valid_now;
-            let got = outcome(&first, &turn);
-            log.push(format!("{} messages, append {append}: {:?}", turn.messages.len(), got.as_ref().map(|(w, c)| (w.len(), *c))));
-            prop_assert_eq!(&got, &outcome(&second, &turn), "a second session decides alike: {:#?}", log);
+            let got = outcome_and_record(&first, &turn);
+            log.push(format!("{} messages, append {append}: {:?}", turn.messages.len(), got.as_ref().map(|((w, c), _)| (w.len(), *c))));
+            let replayed = outcome_and_record(&second, &turn);
+            prop_assert_eq!(&got, &replayed, "a session that replays every turn decides alike, report and plan included: {:#?}", log);
+            let got = got.map(|(outcome, _)| outcome);
             let afresh = outcome(&new_session(&sessions_store), &turn);
             prop_assert_eq!(&got, &afresh, "a session with only the store decides alike: {:#?}", log);
             match &got {

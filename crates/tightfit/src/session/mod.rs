@@ -39,6 +39,7 @@
 
 mod breakpoints;
 mod decision;
+mod extend;
 mod replay;
 
 use std::collections::HashMap;
@@ -50,6 +51,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 pub use crate::store::{MemoryStore, Store, StoreError, StoreErrorKind};
 pub use decision::CHECKPOINT_VERSION;
 use decision::{CheckpointError, Decision};
+use extend::PreviousTurn;
 use replay::Replay;
 
 use crate::fit::{FitError, Fitted, Fitter, RunOptions, Services, Target};
@@ -107,6 +109,12 @@ pub struct Settings {
     /// latest compaction, whichever process made it, and all make the same decisions.
     /// Defaults to false: the decision held in memory is trusted.
     pub shared_store: bool,
+    /// The most conversations whose previous turn is held, to answer a turn that only
+    /// appends to it without replaying the whole history (OpenAI Chat Completions; see
+    /// `extend.rs` for when it applies): a warm turn then costs time in the new messages, not
+    /// in the history. About 0.2 KB per message of each held turn. Defaults to 64; 0 replays
+    /// every turn. The answer is the replay's, byte for byte, report and plan included.
+    pub previous_turns: usize,
 }
 
 impl Default for Settings {
@@ -120,6 +128,7 @@ impl Default for Settings {
             offload: true,
             summarize: true,
             shared_store: false,
+            previous_turns: 64,
         }
     }
 }
@@ -153,6 +162,13 @@ impl Settings {
     /// The same settings, reading checkpoints back every turn when `shared_store`.
     pub fn with_shared_store(mut self, shared_store: bool) -> Settings {
         self.shared_store = shared_store;
+        self
+    }
+
+    /// The same settings, holding the previous turns of at most `previous_turns`
+    /// conversations.
+    pub fn with_previous_turns(mut self, previous_turns: usize) -> Settings {
+        self.previous_turns = previous_turns;
         self
     }
 
@@ -363,12 +379,32 @@ impl Session {
             policy: self.policy.name.clone(),
         };
         let counter = &self.target.counter;
+        // a Chat Completions turn that only appends to the previous one is answered from it
+        let chat = self.target.provider.unwrap_or(conversation.format) == Format::OpenAi
+            && self.settings.previous_turns > 0;
+        let tools = if chat { tools_hash(conversation) } else { 0 };
+        if chat {
+            let State { fitter, conversations, .. } = &mut *state;
+            let previous = conversations.get_mut(&key).and_then(|held| held.previous.as_mut());
+            let answered = previous.and_then(|previous| {
+                previous.answer(&decision, tools, conversation, &fingerprints, high, |i| {
+                    fitter.message_tokens(counter, &conversation.messages[i], fingerprints[i])
+                })
+            });
+            if let Some(fitted) = answered {
+                let previous = state.conversations.get_mut(&key).and_then(|held| held.previous.take());
+                state.remember(key, decision, checkpoint, previous, &self.settings);
+                return Ok(fitted);
+            }
+        }
         // the turn as the current decision leaves it; a history the decision no longer
         // applies to (the caller edited or replaced what it changed: a framework that keeps
         // the fitted history as its own, an edit, a branch) as it comes, while under the mark
         let applying = decision.still_applying(&fingerprints).unwrap_or_else(|| {
             std::borrow::Cow::Owned(Decision { epoch: decision.epoch, ..Decision::initial() })
         });
+        // the whole decision applies: the next turn may be answered from this one
+        let whole = matches!(applying, std::borrow::Cow::Borrowed(_));
         {
             let applying = Arc::new(applying.into_owned());
             let replay = Pipeline::builder()
@@ -385,11 +421,14 @@ impl Session {
                 {
                     fitted.report.session = Some(info(decision.epoch, false));
                     self.mark_breakpoints(&mut fitted, conversation);
+                    let previous = (chat && whole && tokens <= high)
+                        .then(|| PreviousTurn::of(Arc::clone(&decision), tools, &fingerprints, &fitted))
+                        .flatten();
                     // the whole decision is remembered, as the store holds it, not the part
                     // that applied to this turn: a process that reads it back from the store
                     // decides the next turns alike (a branch that grows back into the
                     // covered messages gets them as the compaction left them)
-                    state.remember(key, decision, checkpoint, self.settings.max_conversations);
+                    state.remember(key, decision, checkpoint, previous, &self.settings);
                     return Ok(fitted);
                 }
             }
@@ -432,7 +471,7 @@ impl Session {
         let checkpoint = decided.to_checkpoint(provider);
         self.store.save(&key, &checkpoint)?;
         fitted.report.session = Some(info(epoch, true));
-        state.remember(key, decided, Some(xxh3_64(&checkpoint)), self.settings.max_conversations);
+        state.remember(key, decided, Some(xxh3_64(&checkpoint)), None, &self.settings);
         self.mark_breakpoints(&mut fitted, conversation);
         Ok(fitted)
     }
@@ -494,6 +533,12 @@ impl Session {
         self.store.remove(key).map(|_| ())
     }
 
+    /// The number of conversations whose previous turn is held, to answer the next from it
+    /// ([`Settings::previous_turns`]).
+    pub fn previous_turns_held(&self) -> usize {
+        self.lock().conversations.values().filter(|held| held.previous.is_some()).count()
+    }
+
     /// The number of conversations held in memory.
     pub fn conversations_in_memory(&self) -> usize {
         self.lock().conversations.len()
@@ -544,19 +589,49 @@ struct Held {
     checkpoint: Option<u64>,
     /// When it was last used (the state's clock).
     used: u64,
+    /// Its previous turn, when the next may be answered from it.
+    previous: Option<PreviousTurn>,
 }
 
 impl State {
-    fn remember(&mut self, key: String, decision: Arc<Decision>, checkpoint: Option<u64>, max: usize) {
+    /// Holds `decision` (and the turn just answered, `previous`) for conversation `key`;
+    /// forgets the least recently used conversation past `settings.max_conversations`, and
+    /// the least recently used previous turn past `settings.previous_turns`.
+    fn remember(
+        &mut self,
+        key: String,
+        decision: Arc<Decision>,
+        checkpoint: Option<u64>,
+        previous: Option<PreviousTurn>,
+        settings: &Settings,
+    ) {
         self.clock += 1;
-        self.conversations.insert(key, Held { decision, checkpoint, used: self.clock });
-        if self.conversations.len() > max {
+        let holds_previous = previous.is_some();
+        self.conversations.insert(key, Held { decision, checkpoint, used: self.clock, previous });
+        if self.conversations.len() > settings.max_conversations {
             let oldest = self.conversations.iter().min_by_key(|(_, held)| held.used).map(|(k, _)| k.clone());
             if let Some(oldest) = oldest {
                 self.conversations.remove(&oldest);
             }
         }
+        if holds_previous {
+            let held = self.conversations.values().filter(|h| h.previous.is_some());
+            if held.count() > settings.previous_turns {
+                let oldest = self.conversations.values_mut().filter(|h| h.previous.is_some()).min_by_key(|h| h.used);
+                if let Some(oldest) = oldest {
+                    oldest.previous = None;
+                }
+            }
+        }
     }
+}
+
+/// A hash of the tool schemas a conversation sends: a turn answered from the previous one
+/// must send the same.
+fn tools_hash(conversation: &Conversation) -> u64 {
+    let mut hasher = Xxh3::new();
+    conversation.tools.hash(&mut hasher);
+    hasher.digest()
 }
 
 fn key_from(format: Format, fingerprints: impl Iterator<Item = u128>) -> String {
