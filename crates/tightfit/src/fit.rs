@@ -312,7 +312,12 @@ impl Fitter {
 
     /// The tokens of `message`, whose fingerprint is `fingerprint`, from the cache or counted
     /// and remembered.
-    pub(crate) fn message_tokens(&mut self, counter: &ChatCounter, message: &Message, fingerprint: u128) -> usize {
+    pub(crate) fn message_tokens(
+        &mut self,
+        counter: &ChatCounter,
+        message: &Message,
+        fingerprint: u128,
+    ) -> usize {
         self.cache.tokens_of_fingerprinted(counter, message, fingerprint).1
     }
 

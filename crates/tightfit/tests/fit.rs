@@ -374,9 +374,8 @@ fn every_unanswered_step_of_a_long_run_is_answered_in_its_place() {
     let out = fitted.into_messages();
     assert_eq!(validate(&out, Format::OpenAi), vec![]);
     let ids: Vec<&str> = out.iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
-    let expected: Vec<String> = (0..7)
-        .flat_map(|task| (0..=task % 3 + 1).map(move |k| format!("t{task}_{k}")))
-        .collect();
+    let expected: Vec<String> =
+        (0..7).flat_map(|task| (0..=task % 3 + 1).map(move |k| format!("t{task}_{k}"))).collect();
     assert_eq!(ids, expected, "each result follows its call, in the calls' order");
     for (i, m) in out.iter().enumerate() {
         let synthetic = m.text_content() == ABORTED_RESULT;
@@ -436,7 +435,11 @@ fn a_warm_fit_counts_what_changed_in_place_afresh() {
         let hot = warm.fit(&history, &target, None).unwrap();
         assert_eq!(hot.report.original_token_count, cold.report.original_token_count, "turn {turn}");
         assert_eq!(hot.report.compressed_token_count, cold.report.compressed_token_count, "turn {turn}");
-        assert_eq!(bytes(&hot.messages, Format::OpenAi), bytes(&cold.messages, Format::OpenAi), "turn {turn}");
+        assert_eq!(
+            bytes(&hot.messages, Format::OpenAi),
+            bytes(&cold.messages, Format::OpenAi),
+            "turn {turn}"
+        );
     }
 }
 

@@ -139,7 +139,11 @@ fn a_turn_answered_from_the_previous_one_is_the_replay_exactly() {
     };
     for (file, runs, budget) in [
         ("data/agent_mini_swe_deepseek.jsonl", conversations("data/agent_mini_swe_deepseek.jsonl", 2), 6_000),
-        ("data/agent_tau_bench_airline_gpt4o.jsonl", conversations("data/agent_tau_bench_airline_gpt4o.jsonl", 2), 3_000),
+        (
+            "data/agent_tau_bench_airline_gpt4o.jsonl",
+            conversations("data/agent_tau_bench_airline_gpt4o.jsonl", 2),
+            3_000,
+        ),
         ("data/chat_aider_sessions.jsonl", vec![chat], 4_000),
         ("data2/agent_openhands.jsonl", conversations("data2/agent_openhands.jsonl", 3), 12_000),
         ("data2/agent_tau2_mixed.jsonl", conversations("data2/agent_tau2_mixed.jsonl", 4), 9_000),
@@ -161,13 +165,20 @@ fn a_turn_answered_from_the_previous_one_is_the_replay_exactly() {
             edited.messages[1] = Message::text(edited.messages[1].role, "edited by the caller");
             turns.push(edited);
             turns.push(prefix(conversation, conversation.messages.len() / 2));
-            turns.push(prefix(conversation, (conversation.messages.len() / 2 + 3).min(conversation.messages.len())));
+            turns.push(prefix(
+                conversation,
+                (conversation.messages.len() / 2 + 3).min(conversation.messages.len()),
+            ));
             for turn in &turns {
                 let (a, r) = (answered.fit(turn), replayed.fit(turn));
                 let where_ = format!("{file}: turn of {} messages", turn.messages.len());
                 match (a, r) {
                     (Ok(a), Ok(r)) => {
-                        assert_eq!(wire(&a.messages, turn.format), wire(&r.messages, turn.format), "{where_}");
+                        assert_eq!(
+                            wire(&a.messages, turn.format),
+                            wire(&r.messages, turn.format),
+                            "{where_}"
+                        );
                         assert_eq!(a.report, r.report, "{where_}");
                         assert_eq!(a.plan, r.plan, "{where_}");
                         compared += 1;

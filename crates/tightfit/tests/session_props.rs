@@ -112,7 +112,10 @@ fn outcome(session: &Session, turn: &Conversation) -> Outcome {
 }
 
 /// [`outcome`], with the report and plan as JSON.
-fn outcome_and_record(session: &Session, turn: &Conversation) -> Result<((Vec<String>, bool), String), SessionError> {
+fn outcome_and_record(
+    session: &Session,
+    turn: &Conversation,
+) -> Result<((Vec<String>, bool), String), SessionError> {
     let before = turn.clone();
     let fitted = session.fit(turn);
     assert_eq!(turn, &before, "the caller's history is not mutated");
@@ -127,7 +130,11 @@ fn outcome_and_record(session: &Session, turn: &Conversation) -> Result<((Vec<St
         .map(|m| messages_to_value(std::slice::from_ref(m.as_ref()), turn.format).to_string())
         .collect();
     let compacted = fitted.report.session.as_ref().expect("a session fit says so").compacted;
-    let record = format!("{}\n{}", serde_json::to_string(&fitted.report).unwrap(), serde_json::to_string(&fitted.plan).unwrap());
+    let record = format!(
+        "{}\n{}",
+        serde_json::to_string(&fitted.report).unwrap(),
+        serde_json::to_string(&fitted.plan).unwrap()
+    );
     Ok(((wire, compacted), record))
 }
 

@@ -617,7 +617,8 @@ impl State {
         if holds_previous {
             let held = self.conversations.values().filter(|h| h.previous.is_some());
             if held.count() > settings.previous_turns {
-                let oldest = self.conversations.values_mut().filter(|h| h.previous.is_some()).min_by_key(|h| h.used);
+                let oldest =
+                    self.conversations.values_mut().filter(|h| h.previous.is_some()).min_by_key(|h| h.used);
                 if let Some(oldest) = oldest {
                     oldest.previous = None;
                 }
