@@ -512,7 +512,8 @@ fn lone_reasoning(messages: &[&Message], out: &mut Vec<Violation>) {
 }
 
 /// Where a note written by tightfit (a placeholder, a trace, a summary: user text) may go so
-/// as to stand at `position`: there, unless that is inside Anthropic's current tool turn, where
+/// as to stand at `position`: there, unless that is inside a unit (a call and its results, the
+/// items of one Responses reply: then before the unit), or inside Anthropic's current tool turn, where
 /// user text would end the turn (and the assistant message after it would need the thinking
 /// it does not have): then just before the turn's first assistant message; or, for OpenAI
 /// Responses, right after a reasoning item (which must be followed by what it produced): then
@@ -523,6 +524,12 @@ fn lone_reasoning(messages: &[&Message], out: &mut Vec<Violation>) {
 pub(crate) fn note_position<M: Borrow<Message>>(messages: &[M], position: usize, provider: Format) -> usize {
     let ends_on_prefill = messages.last().is_some_and(|m| m.borrow().role == Role::Assistant);
     let position = if position >= messages.len() && ends_on_prefill { messages.len() - 1 } else { position };
+    // never inside a unit (between a call and its results, or among the items of one
+    // Responses reply): before it
+    let position = crate::units::units(messages)
+        .iter()
+        .find(|u| u.messages.start < position && position < u.messages.end)
+        .map_or(position, |u| u.messages.start);
     match provider {
         // never between a reasoning item and the item it produced: before the reasoning
         Format::Responses => {

@@ -299,3 +299,44 @@ fn an_offload_placeholder_never_separates_a_reasoning_item_from_its_message() {
         }
     }
 }
+
+/// A case proptest found: a Responses turn from which the caller removed two messages (an
+/// assistant message, then the reasoning item before it) after a compaction.
+#[test]
+fn a_responses_turn_with_removed_messages_after_a_compaction_stays_valid() {
+    let document = serde_json::json!({"input": [
+        {"type": "function_call", "call_id": "legacy_call_0", "name": "a", "arguments": "null"},
+        {"type": "function_call_output", "call_id": "legacy_call_0", "output": ""},
+        {"type": "reasoning", "id": "rs_2", "summary": [{"type": "summary_text", "text": "think 2"}],
+         "encrypted_content": "gAAAA-enc"},
+        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": ","},
+        {"type": "function_call", "call_id": "call_002x0", "name": "a", "arguments": "null"},
+        {"type": "function_call", "call_id": "call_002x1", "name": "a",
+         "arguments": "{\n  \"metadata\": [\n    [\n      {\n        \"timestamp\": \"Qb,?a?Aaa0 ,a0A?bA a\",\n        \"metadata\": -1000000000000000000,\n        \"x-trace-id\": -1000000000000\n      }\n    ]\n  ]\n}"},
+        {"type": "function_call", "call_id": "call_002x2", "name": "aee",
+         "arguments": "{\n  \"metadata\": null,\n  \"x-trace-id\": null,\n  \"id\": {\n    \"metadata\": null\n  }\n}"},
+        {"type": "function_call", "call_id": "call_002x3", "name": "a", "arguments": "null"},
+        {"type": "function_call_output", "call_id": "call_002x0", "output": "A',,a, 0?A'V?,,0a'BaA0aA0aA?"},
+        {"type": "function_call_output", "call_id": "call_002x3", "output": "'0"},
+        {"type": "function_call_output", "call_id": "call_002x1", "output": "'"},
+        {"type": "function_call_output", "call_id": "call_002x2", "output": "'0a'0 A?AAA,A,  A?0,,!A0!,'A0"},
+        {"role": "user", "content": ""},
+        {"type": "web_search_call", "id": "ws_12", "status": "completed"}
+    ]});
+    use Op::*;
+    let ops = vec![Append, Append, Append, Remove(5191725778280676244), Remove(1106490358345386678)];
+    let counter = ChatCounter::openai(OpenAiEncoding::O200kBase);
+    let whole =
+        format::parse_value(document, FormatHint::Exactly(tightfit::format::Format::Responses)).unwrap();
+    let total = counter.count(&whole.messages, whole.tools.as_deref()).total;
+    let target = Target::budget(((total as f64 * 0.8522847462377338) as usize).max(1), counter);
+    let session = Session::new(target, Policy::cache(), Arc::new(MemoryStore::new()));
+    for (turn, append) in turns(&whole, &ops) {
+        match outcome(&session, &turn) {
+            Ok(_) | Err(SessionError::Fit(FitError::CannotFit { .. })) => {}
+            Err(SessionError::Fit(FitError::Invalid { .. })) if stateless_is_invalid(&session, &turn) => {}
+            Err(e) => panic!("{} messages, append {append}: {e}\n{:#?}", turn.messages.len(), turn.messages),
+        }
+    }
+}

@@ -10,14 +10,15 @@
 //! (a test runs both on the same turns). That holds when nothing the replay does can reach
 //! across the join, which is checked, else the turn is replayed:
 //! - the same decision, tool schemas and provider; the previous turn's input is a prefix of
-//!   this one (by fingerprints);
-//! - OpenAI Chat Completions only: a Chat history is valid exactly when its part before a
-//!   non-tool message and its part from it are (the validator's state starts afresh there),
-//!   and nothing else the run does looks across messages; Anthropic's merging of turns and its
-//!   thinking rule, and Responses' multi-item replies, are not checked here, and replay;
-//! - the previous turn's input was valid (no repair ran), and the new messages are valid on
-//!   their own and start with a message that is not a tool result, not an assistant message
-//!   right after an assistant message (one reply in two messages);
+//!   this one (by fingerprints); the previous input was valid (no repair ran);
+//! - the new messages start a unit and keep the history valid, judged from the join on. OpenAI
+//!   Chat Completions: the validator starts afresh at a message that is not a tool result, so
+//!   the new messages must start with one (and not be a second assistant message of one reply)
+//!   and be valid alone. Anthropic: the new messages are validated after the message before
+//!   them, in the input and in the output (what that message's own results answer was checked
+//!   on the previous turn), so roles alternate across the join and no turn needs merging; the
+//!   one rule that reads the whole history (the current tool turn keeps its thinking, when the
+//!   history uses thinking) is checked on the whole. Gemini and Responses turns replay;
 //! - the output stays under the high-water mark (a turn past it may compact).
 //!
 //! Memory: per conversation that keeps one, 16 bytes per input message, one entry per output
@@ -32,16 +33,17 @@ use std::sync::Arc;
 
 use super::decision::Decision;
 use crate::fit::Fitted;
-use crate::format::Conversation;
-use crate::message::{Message, Role};
+use crate::format::{Conversation, Format};
+use crate::message::{Message, Part, Role};
 use crate::plan::{input_fingerprint, unit_plan_as_it_came, OutputEntry, Plan};
 use crate::report::Report;
 use crate::units::units;
-use crate::validate::validate;
+use crate::validate::{current_tool_turn, validate, Rule};
 
 /// The previous turn of a conversation, as [`PreviousTurn::answer`] extends it.
 #[derive(Debug, Clone)]
 pub(crate) struct PreviousTurn {
+    provider: Format,
     decision: Arc<Decision>,
     /// A hash of the tool schemas sent beside the messages.
     tools: u64,
@@ -50,6 +52,9 @@ pub(crate) struct PreviousTurn {
     output: Vec<Sent>,
     report: Report,
     plan: Plan,
+    /// Whether the input, and the output, hold thinking blocks (Anthropic's rule on the
+    /// current tool turn then applies).
+    thinking: (bool, bool),
 }
 
 /// One message of a previous turn's output.
@@ -62,16 +67,22 @@ enum Sent {
 }
 
 impl PreviousTurn {
-    /// The turn `fitted` (a replayed turn of `fingerprints`, Chat Completions, under
-    /// `decision`) as the next turn may extend it; `None` when a repair ran (its input was not
+    /// The turn `fitted` (a replayed turn of `conversation`, whose messages have
+    /// `fingerprints`, under `decision`, for `provider`) as the next turn may extend it;
+    /// `None` for a provider this does not serve, or when a repair ran (the input was not
     /// valid: the repair's own messages would have to be placed again).
     pub(crate) fn of(
+        provider: Format,
         decision: Arc<Decision>,
         tools: u64,
+        conversation: &Conversation,
         fingerprints: &[u128],
         fitted: &Fitted<'_>,
     ) -> Option<PreviousTurn> {
-        if !fitted.report.repairs.is_empty() || fitted.plan.output.len() != fitted.messages.len() {
+        if !matches!(provider, Format::OpenAi | Format::Anthropic)
+            || !fitted.report.repairs.is_empty()
+            || fitted.plan.output.len() != fitted.messages.len()
+        {
             return None;
         }
         let output = fitted
@@ -84,13 +95,16 @@ impl PreviousTurn {
                 _ => Sent::Written(message.clone().into_owned()),
             })
             .collect();
+        let thinking = (conversation.messages.iter().any(thinks), fitted.messages.iter().any(|m| thinks(m)));
         Some(PreviousTurn {
+            provider,
             decision,
             tools,
             fingerprints: fingerprints.to_vec(),
             output,
             report: fitted.report.clone(),
             plan: fitted.plan.clone(),
+            thinking,
         })
     }
 
@@ -117,24 +131,19 @@ impl PreviousTurn {
             return None;
         }
         let new = &messages[seen..];
-        if let Some(first) = new.first() {
-            let last_input = seen.checked_sub(1).map(|i| &messages[i]);
-            let last_output = match self.output.last() {
-                Some(Sent::Input(i)) => messages.get(*i),
-                Some(Sent::Written(m)) => Some(m),
-                None => None,
+        let last_output = match self.output.last() {
+            Some(Sent::Input(i)) => messages.get(*i),
+            Some(Sent::Written(m)) => Some(m),
+            None => None,
+        };
+        let joins = new.is_empty()
+            || match self.provider {
+                Format::OpenAi => chat_joins(seen.checked_sub(1).map(|i| &messages[i]), last_output, new),
+                Format::Anthropic => self.anthropic_joins(messages, seen, last_output, new),
+                _ => false,
             };
-            let one_reply = |last: Option<&Message>| {
-                first.role == Role::Assistant && last.is_some_and(|m| m.role == Role::Assistant)
-            };
-            if first.is_tool_result()
-                || matches!(first.role, Role::Tool | Role::Function)
-                || one_reply(last_input)
-                || one_reply(last_output)
-                || !validate(new, crate::format::Format::OpenAi).is_empty()
-            {
-                return None;
-            }
+        if !joins {
+            return None;
         }
         let added: usize = (seen..messages.len()).map(&mut tokens).sum();
         let total = self.report.compressed_token_count + added;
@@ -155,6 +164,42 @@ impl PreviousTurn {
         Some(Fitted { messages: out, report: self.report.clone(), plan: self.plan.clone() })
     }
 
+    /// Whether the Anthropic messages `new`, after the `seen` messages of the previous turn
+    /// (whose output ends with `last_output`), keep the input and the output valid.
+    fn anthropic_joins(
+        &self,
+        messages: &[Message],
+        seen: usize,
+        last_output: Option<&Message>,
+        new: &[Message],
+    ) -> bool {
+        if !matches!(new[0].role, Role::User | Role::Assistant) {
+            return false;
+        }
+        let (Some(last_input), Some(last_output)) = (seen.checked_sub(1).map(|i| &messages[i]), last_output)
+        else {
+            return false;
+        };
+        if !anthropic_join(last_input, new) || !anthropic_join(last_output, new) {
+            return false;
+        }
+        let new_thinks = new.iter().any(thinks);
+        let input_keeps = !(self.thinking.0 || new_thinks) || keeps_current_thinking(messages);
+        input_keeps
+            && (!(self.thinking.1 || new_thinks) || {
+                let mut output: Vec<&Message> = self
+                    .output
+                    .iter()
+                    .map(|sent| match sent {
+                        Sent::Input(i) => &messages[*i],
+                        Sent::Written(m) => m,
+                    })
+                    .collect();
+                output.extend(new);
+                keeps_current_thinking(&output)
+            })
+    }
+
     /// Appends the messages `new` (their tokens `added`) to the turn: sent as they came, in
     /// units of their own, through every step untouched.
     fn extend_to(&mut self, fingerprints: &[u128], new: &[Message], added: usize) {
@@ -171,6 +216,8 @@ impl PreviousTurn {
             steps: Vec::new(),
             details: Vec::new(),
         }));
+        let new_thinks = new.iter().any(thinks);
+        self.thinking = (self.thinking.0 || new_thinks, self.thinking.1 || new_thinks);
         let report = &mut self.report;
         report.original_token_count += added;
         report.compressed_token_count += added;
@@ -188,4 +235,48 @@ impl PreviousTurn {
             step.tokens_after += added;
         }
     }
+}
+
+/// Whether Chat Completions messages `new`, after a valid history whose input ends with
+/// `last_input` and whose output ends with `last_output`, keep both valid: the validator
+/// starts afresh at a message that is not a tool result, unless it continues one reply (two
+/// assistant messages in a row).
+fn chat_joins(last_input: Option<&Message>, last_output: Option<&Message>, new: &[Message]) -> bool {
+    let first = &new[0];
+    let one_reply = |last: Option<&Message>| {
+        first.role == Role::Assistant && last.is_some_and(|m| m.role == Role::Assistant)
+    };
+    !first.is_tool_result()
+        && !matches!(first.role, Role::Tool | Role::Function)
+        && !one_reply(last_input)
+        && !one_reply(last_output)
+        && validate(new, Format::OpenAi).is_empty()
+}
+
+/// Whether Anthropic messages `new`, after `before` (the last message of a history the
+/// validator accepted), break no rule, judged from `before` on: what `before`'s own results
+/// answer, and whether it is the first message, were judged with the history before it; the
+/// thinking rule, which reads the whole history, is checked by the caller.
+fn anthropic_join(before: &Message, new: &[Message]) -> bool {
+    let mut from: Vec<&Message> = Vec::with_capacity(new.len() + 1);
+    from.push(before);
+    from.extend(new);
+    validate(&from, Format::Anthropic).iter().all(|v| match v.rule {
+        Rule::OrphanToolResult | Rule::FirstNotUser => v.index == 0,
+        Rule::MissingCurrentThinking => true,
+        _ => false,
+    })
+}
+
+/// Whether a message holds thinking.
+fn thinks(message: &Message) -> bool {
+    message.parts.iter().any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_)))
+}
+
+/// Anthropic's rule for a history that uses thinking: the assistant message of the current
+/// tool turn still starts with its thinking.
+fn keeps_current_thinking<M: std::borrow::Borrow<Message>>(messages: &[M]) -> bool {
+    current_tool_turn(messages).is_none_or(|i| {
+        matches!(messages[i].borrow().parts.first(), Some(Part::Thinking(_) | Part::RedactedThinking(_)))
+    })
 }

@@ -110,8 +110,8 @@ pub struct Settings {
     /// Defaults to false: the decision held in memory is trusted.
     pub shared_store: bool,
     /// The most conversations whose previous turn is held, to answer a turn that only
-    /// appends to it without replaying the whole history (OpenAI Chat Completions; see
-    /// `extend.rs` for when it applies): a warm turn then costs time in the new messages, not
+    /// appends to it without replaying the whole history (OpenAI Chat Completions and
+    /// Anthropic; see `extend.rs` for when it applies): a warm turn then costs time in the new messages, not
     /// in the history. About 0.2 KB per message of each held turn. Defaults to 64; 0 replays
     /// every turn. The answer is the replay's, byte for byte, report and plan included.
     pub previous_turns: usize,
@@ -379,11 +379,12 @@ impl Session {
             policy: self.policy.name.clone(),
         };
         let counter = &self.target.counter;
-        // a Chat Completions turn that only appends to the previous one is answered from it
-        let chat = self.target.provider.unwrap_or(conversation.format) == Format::OpenAi
-            && self.settings.previous_turns > 0;
-        let tools = if chat { tools_hash(conversation) } else { 0 };
-        if chat {
+        // a turn that only appends to the previous one is answered from it (see `extend.rs`)
+        let provider = self.target.provider.unwrap_or(conversation.format);
+        let extendable =
+            matches!(provider, Format::OpenAi | Format::Anthropic) && self.settings.previous_turns > 0;
+        let tools = if extendable { tools_hash(conversation) } else { 0 };
+        if extendable {
             let State { fitter, conversations, .. } = &mut *state;
             let previous = conversations.get_mut(&key).and_then(|held| held.previous.as_mut());
             let answered = previous.and_then(|previous| {
@@ -391,7 +392,8 @@ impl Session {
                     fitter.message_tokens(counter, &conversation.messages[i], fingerprints[i])
                 })
             });
-            if let Some(fitted) = answered {
+            if let Some(mut fitted) = answered {
+                self.mark_breakpoints(&mut fitted, conversation);
                 let previous = state.conversations.get_mut(&key).and_then(|held| held.previous.take());
                 state.remember(key, decision, checkpoint, previous, &self.settings);
                 return Ok(fitted);
@@ -420,10 +422,14 @@ impl Session {
                     || (tokens <= budget && self.worth_waiting(&applying, tokens, aim, conversation))
                 {
                     fitted.report.session = Some(info(decision.epoch, false));
-                    self.mark_breakpoints(&mut fitted, conversation);
-                    let previous = (chat && whole && tokens <= high)
-                        .then(|| PreviousTurn::of(Arc::clone(&decision), tools, &fingerprints, &fitted))
+                    // kept before the breakpoints are marked: they belong to one request
+                    let previous = (extendable && whole && tokens <= high)
+                        .then(|| {
+                            let decision = Arc::clone(&decision);
+                            PreviousTurn::of(provider, decision, tools, conversation, &fingerprints, &fitted)
+                        })
                         .flatten();
+                    self.mark_breakpoints(&mut fitted, conversation);
                     // the whole decision is remembered, as the store holds it, not the part
                     // that applied to this turn: a process that reads it back from the store
                     // decides the next turns alike (a branch that grows back into the
