@@ -1,10 +1,11 @@
 //! The latency the proxy adds, against calling the same fake upstream directly in the same
 //! run, at 1, 16 and 64 concurrent clients, for a 100-message and a 1,500-message agent
 //! conversation (each client its own conversation, `x-tightfit-session`; every request after
-//! the first is a warm session turn: the decision replayed; each row's first 64 of them are
-//! not timed). Beside each fitted row, the same
-//! requests through the proxy with `x-tightfit-policy: off` (forwarded untouched): the cost of
-//! the second hop alone, the floor no fitting can go under. Then one client on a real Redis
+//! the first is a warm session turn, the same body again; each row's first 64 of them are not
+//! timed). Beside each fitted row, the same requests through the proxy with
+//! `x-tightfit-policy: off` (forwarded untouched): the cost of the second hop alone, the floor
+//! no fitting can go under. Each client sends its direct, off and fitted requests in turn, so
+//! that the machine's stalls fall on all three alike. Then one client on a real Redis
 //! and a real PostgreSQL store (each warm turn reads the conversation's checkpoint back from
 //! the shared store), and memory over many requests.
 //!
@@ -46,7 +47,7 @@ async fn fake_upstream() -> String {
 }
 
 /// How a request goes.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Way {
     /// To the fake upstream itself.
     Direct,
@@ -61,53 +62,72 @@ enum Way {
 const WARM_UP_REQUESTS: usize = 64;
 
 /// Latencies of `per_client` requests by each of `clients` concurrent clients, each its own
-/// conversation, sorted. Every conversation's first turn (its compaction) is sent, and
-/// answered, before any is timed: the figures are warm turns, not warm turns queued behind
-/// other conversations' compactions.
-async fn latencies(url: &str, way: Way, body: &str, clients: usize, per_client: usize) -> Vec<Duration> {
+/// conversation, for each of `ways` (URL and way), sorted, one list per way. Each client sends
+/// its requests of the ways in turn (direct, off, fitted, direct, ...), so that the machine's
+/// own stalls (on 2 shared cores, a time slice now and then, to calls made directly too) fall
+/// on every way alike instead of on whichever was measured while they happened. Every
+/// conversation's first turn (its compaction) is sent, and answered, before any is timed: the
+/// figures are warm turns, not warm turns queued behind other conversations' compactions.
+async fn latencies(
+    ways: &[(String, Way)],
+    body: &str,
+    clients: usize,
+    per_client: usize,
+) -> Vec<Vec<Duration>> {
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
     let body = Arc::new(body.to_string());
+    let ways = Arc::new(ways.to_vec());
     let first_turns = Arc::new(tokio::sync::Barrier::new(clients));
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let (client, body, url) = (client.clone(), Arc::clone(&body), url.to_string());
+        let (client, body, ways) = (client.clone(), Arc::clone(&body), Arc::clone(&ways));
         let first_turns = Arc::clone(&first_turns);
         tasks.push(tokio::spawn(async move {
             let session = format!("bench-{}-{clients}-{c}", body.len());
-            let send = || {
-                let request = client.post(&url).header("x-tightfit-session", &session);
+            let send = |(url, way): &(String, Way)| {
+                let request = client.post(url).header("x-tightfit-session", &session);
                 let request = match way {
                     Way::Off => request.header("x-tightfit-policy", "off"),
                     Way::Direct | Way::Fitted => request,
                 };
                 request.body(body.as_str().to_string()).send()
             };
-            let first = send().await.unwrap();
-            assert_eq!(first.status(), 200, "{:?}", first.text().await);
+            for way in ways.iter() {
+                let first = send(way).await.unwrap();
+                assert_eq!(first.status(), 200, "{:?}", first.text().await);
+            }
             first_turns.wait().await;
             // a fresh proxy's first turns are slow (among the first 40 warm turns of the
             // 1.2 MB body, eight took 15 to 20 ms: its heap and blocking pool growing); a
             // long-running proxy is past them, so they are not timed
             for _ in 0..WARM_UP_REQUESTS.div_ceil(clients) {
-                let response = send().await.unwrap();
-                let _ = response.bytes().await.unwrap();
+                for way in ways.iter() {
+                    let response = send(way).await.unwrap();
+                    let _ = response.bytes().await.unwrap();
+                }
             }
-            let mut times = Vec::with_capacity(per_client);
+            let mut times = vec![Vec::with_capacity(per_client); ways.len()];
             for _ in 0..per_client {
-                let start = Instant::now();
-                let response = send().await.unwrap();
-                assert_eq!(response.status(), 200);
-                let _ = response.bytes().await.unwrap();
-                times.push(start.elapsed());
+                for (way, times) in ways.iter().zip(&mut times) {
+                    let start = Instant::now();
+                    let response = send(way).await.unwrap();
+                    assert_eq!(response.status(), 200);
+                    let _ = response.bytes().await.unwrap();
+                    times.push(start.elapsed());
+                }
             }
             times
         }));
     }
-    let mut all = Vec::new();
+    let mut all = vec![Vec::new(); ways.len()];
     for task in tasks {
-        all.extend(task.await.unwrap());
+        for (all, times) in all.iter_mut().zip(task.await.unwrap()) {
+            all.extend(times);
+        }
     }
-    all.sort();
+    for times in &mut all {
+        times.sort();
+    }
     all
 }
 
@@ -135,9 +155,13 @@ async fn row(
     total: usize,
 ) {
     let per_client = (total / clients).max(5);
-    let direct = latencies(upstream, Way::Direct, body, clients, per_client).await;
-    let off = latencies(proxy, Way::Off, body, clients, per_client).await;
-    let fitted = latencies(proxy, Way::Fitted, body, clients, per_client).await;
+    let ways = [
+        (upstream.to_string(), Way::Direct),
+        (proxy.to_string(), Way::Off),
+        (proxy.to_string(), Way::Fitted),
+    ];
+    let [direct, off, fitted]: [Vec<Duration>; 3] =
+        latencies(&ways, body, clients, per_client).await.try_into().expect("one list per way");
     let [d50, d99] = [0.5, 0.99].map(|p| ms(percentile(&direct, p).as_secs_f64()));
     let [o50, o99] = added(&off, &direct);
     let [f50, f99] = added(&fitted, &direct);
@@ -227,9 +251,10 @@ fn main() {
         // memory: many warm turns of 16 conversations
         let (proxy, via) = proxy_on("memory", &upstream).await;
         let body = &bodies[0].1;
-        let _ = latencies(&via, Way::Fitted, body, 16, 1_000).await;
+        let fitted = [(via.clone(), Way::Fitted)];
+        let _ = latencies(&fitted, body, 16, 1_000).await;
         let before = rss_kib();
-        let _ = latencies(&via, Way::Fitted, body, 16, memory_requests / 16).await;
+        let _ = latencies(&fitted, body, 16, memory_requests / 16).await;
         let after = rss_kib();
         println!(
             "memory over {memory_requests} more requests (16 clients, 100 messages): RSS {} MiB -> {} MiB",

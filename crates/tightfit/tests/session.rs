@@ -416,6 +416,80 @@ fn replicas_on_a_shared_store_taking_turns_make_the_same_decisions() {
     }
 }
 
+/// A store that counts the bytes read from it, in front of a memory store.
+#[derive(Debug, Default)]
+struct CountingStore {
+    inner: MemoryStore,
+    read: std::sync::atomic::AtomicUsize,
+}
+
+impl Store for CountingStore {
+    fn load(&self, key: &str) -> Result<Option<Vec<u8>>, tightfit::session::StoreError> {
+        let loaded = self.inner.load(key)?;
+        self.read.fetch_add(loaded.as_ref().map_or(0, Vec::len), std::sync::atomic::Ordering::Relaxed);
+        Ok(loaded)
+    }
+    fn save(&self, key: &str, checkpoint: &[u8]) -> Result<(), tightfit::session::StoreError> {
+        self.inner.save(key, checkpoint)
+    }
+    fn remove(&self, key: &str) -> Result<bool, tightfit::session::StoreError> {
+        self.inner.remove(key)
+    }
+    fn describe(&self) -> String {
+        "counting".into()
+    }
+}
+
+/// On a shared store a replica checks every turn that the checkpoint it holds is the latest by
+/// reading its version (16 bytes), not the checkpoint; it reads the checkpoint when another
+/// replica wrote a newer one, and reads a checkpoint written without a version (by a build from
+/// before versions) whole.
+#[test]
+fn a_replica_on_a_shared_store_reads_the_checkpoint_only_when_it_changed() {
+    let conversation = &conversations("data/agent_mini_swe_deepseek.jsonl", 1)[0];
+    let store = Arc::new(CountingStore::default());
+    let replica = || {
+        Session::new(target("gpt-4o", 6_000), Policy::cache(), Arc::clone(&store) as Arc<dyn Store>)
+            .with_settings(Settings::default().with_shared_store(true))
+            .unwrap()
+    };
+    let (first, second) = (replica(), replica());
+    let ends = turn_ends(&conversation.messages);
+    let read = || store.read.load(std::sync::atomic::Ordering::Relaxed);
+    let mut compacted_at = None;
+    for (turn, &end) in ends.iter().enumerate() {
+        let sent = prefix(conversation, end);
+        if first.fit(&sent).unwrap().report.session.unwrap().compacted {
+            compacted_at = Some(turn);
+            break;
+        }
+    }
+    let turn = compacted_at.expect("the run compacts at this budget");
+    let compacted = prefix(conversation, ends[turn]);
+    let key = first.fit(&compacted).unwrap().report.session.unwrap().key;
+    let checkpoint = store.inner.load(&key).unwrap().expect("the compaction's checkpoint");
+    assert!(checkpoint.len() > 1_000);
+    // the other replica reads it whole once, then only its version
+    let next = prefix(conversation, ends[turn + 1]);
+    let before = read();
+    second.fit(&next).unwrap();
+    assert!(read() - before >= checkpoint.len(), "the new checkpoint is read");
+    let before = read();
+    let replayed = second.fit(&next).unwrap();
+    assert_eq!(read() - before, 16, "only the version is read");
+    assert_eq!(
+        wire(&replayed.messages, next.format),
+        wire(&first.fit(&next).unwrap().messages, next.format),
+        "both replicas send the same"
+    );
+    // a checkpoint from a build that wrote no version is read whole, every turn
+    let version = format!("tightfit-checkpoint-version:{key}");
+    assert!(store.inner.remove(&version).unwrap(), "the version is kept beside the checkpoint");
+    let before = read();
+    second.fit(&next).unwrap();
+    assert_eq!(read() - before, checkpoint.len());
+}
+
 #[test]
 fn between_the_marks_a_compaction_waits_until_it_pays_for_its_cache_misses() {
     let registry = Registry::embedded();

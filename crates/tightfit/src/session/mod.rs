@@ -104,9 +104,13 @@ pub struct Settings {
     /// ([`Session::with_trace`]). Defaults to true.
     pub summarize: bool,
     /// Other processes write to the same store (proxy replicas behind a load balancer): every
-    /// turn reads the conversation's checkpoint back (one store read, a hash of its bytes;
-    /// parsed only when another process wrote a newer one), so each process replays the
-    /// latest compaction, whichever process made it, and all make the same decisions.
+    /// turn reads the version of the conversation's checkpoint back (a store read of 16
+    /// bytes; the checkpoint itself is read, and parsed, only when another process wrote a
+    /// newer one), so each process replays the latest compaction, whichever process made it,
+    /// and all make the same decisions. A checkpoint without a version (from before versions
+    /// were written) is read whole every turn; replicas on one store must all write versions
+    /// (this build and later): a checkpoint an older build writes over a versioned one leaves
+    /// the old version in place, and the replicas holding it would not see the new one.
     /// Defaults to false: the decision held in memory is trusted.
     pub shared_store: bool,
     /// The most conversations whose previous turn is held, to answer a turn that only
@@ -475,9 +479,13 @@ impl Session {
         let decided = Arc::new(Decision::of_compaction(epoch, fingerprints, &fitted, open_step));
         let provider = self.target.provider.unwrap_or(conversation.format);
         let checkpoint = decided.to_checkpoint(provider);
+        let hash = xxh3_64(&checkpoint);
+        // the version first: a replica that reads it before the checkpoint is written reads
+        // the checkpoint (the old one, then the new one next turn), never misses the new one
+        self.store.save(&version_key(&key), version_of(hash).as_bytes())?;
         self.store.save(&key, &checkpoint)?;
         fitted.report.session = Some(info(epoch, true));
-        state.remember(key, decided, Some(xxh3_64(&checkpoint)), None, &self.settings);
+        state.remember(key, decided, Some(hash), None, &self.settings);
         self.mark_breakpoints(&mut fitted, conversation);
         Ok(fitted)
     }
@@ -536,6 +544,7 @@ impl Session {
     /// content stays, as it may be shared with other conversations by content).
     pub fn forget(&self, key: &str) -> Result<(), StoreError> {
         self.lock().conversations.remove(key);
+        self.store.remove(&version_key(key))?;
         self.store.remove(key).map(|_| ())
     }
 
@@ -562,6 +571,18 @@ impl Session {
         let held = state.conversations.get(key);
         if let Some(held) = held.filter(|_| !self.settings.shared_store) {
             return Ok((Arc::clone(&held.decision), held.checkpoint));
+        }
+        // a shared store: the checkpoint's version says whether the one held is the latest, in
+        // a read of 16 bytes instead of the whole checkpoint (tens of kilobytes at 1,500
+        // messages); a checkpoint without a version (none yet, or written by an older build)
+        // is read whole
+        if let Some(held) = held {
+            let version = self.store.load(&version_key(key))?;
+            if let (Some(version), Some(hash)) = (version, held.checkpoint) {
+                if version == version_of(hash).as_bytes() {
+                    return Ok((Arc::clone(&held.decision), held.checkpoint));
+                }
+            }
         }
         let Some(bytes) = self.store.load(key)? else { return Ok((Arc::new(Decision::initial()), None)) };
         let hash = xxh3_64(&bytes);
@@ -631,6 +652,16 @@ impl State {
             }
         }
     }
+}
+
+/// The store key under which the version of conversation `key`'s checkpoint is kept.
+fn version_key(key: &str) -> String {
+    format!("tightfit-checkpoint-version:{key}")
+}
+
+/// The version of a checkpoint whose bytes hash to `hash`, as stored.
+fn version_of(hash: u64) -> String {
+    format!("{hash:016x}")
 }
 
 /// A hash of the tool schemas a conversation sends: a turn answered from the previous one
