@@ -131,9 +131,9 @@ def test_a_second_session_on_the_same_memory_store_continues_the_loop(whole_run:
     half = len(ends) // 2
     store = tightfit.MemoryStore()
     first = agent_loop(tightfit.Session(MODEL, budget=BUDGET, store=store), messages, ends[:half])
-    # one checkpoint, and a blob per handle the compactions named
+    # one checkpoint and its version, and a blob per handle the compactions named
     handles = {h for t in first for m in t.sent for h in re.findall(r"tf-[0-9a-f]{16}", m)}
-    assert any(t.compacted for t in first) and handles and len(store) == 1 + len(handles)
+    assert any(t.compacted for t in first) and handles and len(store) == 2 + len(handles)
     # a new session holds nothing in memory: it reads the decision back from the store
     second = agent_loop(tightfit.Session(MODEL, budget=BUDGET, store=store), messages, ends[half:])
     assert first + second == whole_run
@@ -296,13 +296,14 @@ def test_keys_keep_conversations_apart_and_forget_starts_one_afresh() -> None:
     messages = run(0)
     ends = request_points(messages)
     store = tightfit.MemoryStore()
-    # (offload=False: the store then holds checkpoints only, one per conversation)
+    # (offload=False: the store then holds checkpoints only, one per conversation, each with
+    # its version)
     session = tightfit.Session(MODEL, budget=BUDGET, store=store, offload=False)
     a = agent_loop(session, messages, ends, key="a")
     b = agent_loop(session, messages, ends, key="b")
-    assert a == b and len(store) == 2
+    assert a == b and len(store) == 4
     session.forget("a")
-    assert len(store) == 1
+    assert len(store) == 2
     # forgotten, the whole history is decided afresh: one compaction, epoch 1
     last = messages[: ends[-1]]
     info = session.fit(last, key="a").report.session
