@@ -5,9 +5,9 @@
 //! timed). Beside each fitted row, the same requests through the proxy with
 //! `x-tightfit-policy: off` (forwarded untouched): the cost of the second hop alone, the floor
 //! no fitting can go under. Each client sends its direct, off and fitted requests in turn, so
-//! that the machine's stalls fall on all three alike. Then one client on a real Redis
-//! and a real PostgreSQL store (each warm turn reads the conversation's checkpoint back from
-//! the shared store), and memory over many requests.
+//! that the machine's stalls fall on all three alike. Then one client on an SQLite file (the
+//! proxy's default store), a real Redis and a real PostgreSQL store (each warm turn checks the
+//! version of the conversation's checkpoint in the store), and memory over many requests.
 //!
 //! `cargo bench -p tightfit-proxy --bench overhead` (loopback only; bounded: set
 //! `TIGHTFIT_BENCH_REQUESTS` to scale the request counts, `TIGHTFIT_BENCH_MEMORY` for the
@@ -241,7 +241,10 @@ fn main() {
             }
             proxy.stop().await.unwrap();
         }
-        for (name, url) in [("redis", redis.url()), ("postgres", postgres.url())] {
+        // the default store: an SQLite file, read back every turn like a server
+        let directory = tempfile::tempdir().unwrap();
+        let sqlite = format!("sqlite:{}", directory.path().join("proxy.db").display());
+        for (name, url) in [("sqlite", sqlite), ("redis", redis.url()), ("postgres", postgres.url())] {
             let (shared, via_shared) = proxy_on(&url, &upstream).await;
             for (messages, body) in &bodies {
                 row(name, &direct, &via_shared, *messages, body, 1, total(*messages) / 2).await;
