@@ -584,7 +584,13 @@ impl Session {
                 }
             }
         }
-        let Some(bytes) = self.store.load(key)? else { return Ok((Arc::new(Decision::initial()), None)) };
+        let Some(bytes) = self.store.load(key)? else {
+            // no checkpoint yet: the initial decision, the one held if it is (a turn answered
+            // from the previous one needs the decision it was answered under)
+            let initial =
+                held.filter(|held| held.checkpoint.is_none()).map(|held| Arc::clone(&held.decision));
+            return Ok((initial.unwrap_or_else(|| Arc::new(Decision::initial())), None));
+        };
         let hash = xxh3_64(&bytes);
         if let Some(held) = held.filter(|held| held.checkpoint == Some(hash)) {
             // the checkpoint this process holds is still the latest
@@ -679,4 +685,34 @@ fn key_from(format: Format, fingerprints: impl Iterator<Item = u128>) -> String 
         f.hash(&mut hasher);
     }
     format!("{:032x}", hasher.digest128())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{parse_str, FormatHint};
+
+    /// On a shared store, a conversation that has not compacted yet keeps the decision it
+    /// holds from turn to turn (its next turn may be answered from the previous one, which is
+    /// tied to that decision); once another process saves a checkpoint, it is read.
+    #[test]
+    fn a_shared_store_without_a_checkpoint_keeps_the_held_initial_decision() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let session = Session::new(Target::bare_budget(10_000), Policy::cache(), Arc::clone(&store))
+            .with_settings(Settings::default().with_shared_store(true))
+            .unwrap();
+        let turn = parse_str(r#"[{"role": "user", "content": "Hi!"}]"#, FormatHint::Auto).unwrap();
+        let key = session.fit(&turn).unwrap().report.session.unwrap().key;
+        let mut state = session.lock();
+        let (first, _) = session.decision_of(&mut state, &key).unwrap();
+        assert!(Arc::ptr_eq(&first, &state.conversations[&key].decision));
+        let (again, _) = session.decision_of(&mut state, &key).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        // another process compacts: its checkpoint is read
+        let mut decided = Decision::initial();
+        decided.epoch = 3;
+        store.save(&key, &decided.to_checkpoint(Format::OpenAi)).unwrap();
+        let (read, checkpoint) = session.decision_of(&mut state, &key).unwrap();
+        assert!(checkpoint.is_some() && read.epoch == 3);
+    }
 }
