@@ -241,10 +241,18 @@ fn main() {
             }
             proxy.stop().await.unwrap();
         }
-        // the default store: an SQLite file, read back every turn like a server
+        // the default store: an SQLite file, read back every turn like a server; and memory
+        // again beside them, the same rows at the same point of the run (a process that ran
+        // the 64-client rows before is not the fresh one of the first rows)
         let directory = tempfile::tempdir().unwrap();
         let sqlite = format!("sqlite:{}", directory.path().join("proxy.db").display());
-        for (name, url) in [("sqlite", sqlite), ("redis", redis.url()), ("postgres", postgres.url())] {
+        let stores = [
+            ("memory", "memory".to_string()),
+            ("sqlite", sqlite),
+            ("redis", redis.url()),
+            ("postgres", postgres.url()),
+        ];
+        for (name, url) in stores {
             let (shared, via_shared) = proxy_on(&url, &upstream).await;
             for (messages, body) in &bodies {
                 row(name, &direct, &via_shared, *messages, body, 1, total(*messages) / 2).await;
