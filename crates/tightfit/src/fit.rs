@@ -472,7 +472,7 @@ impl Fitter {
             compressed_token_count: total,
             original_message_count: messages_before,
             compressed_message_count: messages.len(),
-            compression_ratio: if tokens_before == 0 { 1.0 } else { total as f64 / tokens_before as f64 },
+            compression_ratio: crate::report::compression_ratio(tokens_before, total),
             was_compressed: plan.changes_anything(),
             budget: options.budget,
             counter: counter.text_counter().name().to_string(),

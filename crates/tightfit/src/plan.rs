@@ -141,18 +141,6 @@ fn fingerprint(input: &[Message]) -> String {
     input_fingerprint(input.iter().map(message_fingerprint))
 }
 
-/// The plan of an input unit no step touched, its messages `offset` further on: what
-/// [`Plan::record`] writes for it (a session extending its previous turn appends these).
-pub(crate) fn unit_plan_as_it_came(unit: &Unit, offset: usize) -> UnitPlan {
-    UnitPlan {
-        kind: kind_name(unit.kind).to_string(),
-        messages: [unit.messages.start + offset, unit.messages.end + offset],
-        action: UnitAction::Kept,
-        steps: Vec::new(),
-        details: Vec::new(),
-    }
-}
-
 fn kind_name(kind: UnitKind) -> &'static str {
     match kind {
         UnitKind::Instruction => "instruction",
@@ -275,6 +263,28 @@ impl Plan {
             units: plans,
             output,
         }
+    }
+
+    /// Appends the input messages from `from` on, grouped in `units` (their indices counted
+    /// from `from`), that no step touched, as [`Plan::record`] records such messages: each
+    /// unit kept, each message sent as it came. `fingerprints` are those of the whole input
+    /// now. (A session extending its previous turn with the messages added since.)
+    pub(crate) fn extend_as_it_came(&mut self, units: &[Unit], from: usize, fingerprints: &[u128]) {
+        self.input_messages = fingerprints.len();
+        self.input_fingerprint = input_fingerprint(fingerprints.iter().copied());
+        self.units.extend(units.iter().map(|unit| UnitPlan {
+            kind: kind_name(unit.kind).to_string(),
+            messages: [unit.messages.start + from, unit.messages.end + from],
+            action: UnitAction::Kept,
+            steps: Vec::new(),
+            details: Vec::new(),
+        }));
+        self.output.extend((from..fingerprints.len()).map(|i| OutputEntry {
+            input: Some(i),
+            message: None,
+            steps: Vec::new(),
+            details: Vec::new(),
+        }));
     }
 
     /// Whether the plan changes anything.

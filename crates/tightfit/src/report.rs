@@ -113,7 +113,33 @@ pub struct SessionInfo {
     pub policy: String,
 }
 
+/// Tokens after over tokens before, as a report gives it: 1.0 for an empty input.
+pub(crate) fn compression_ratio(before: usize, after: usize) -> f64 {
+    if before == 0 {
+        1.0
+    } else {
+        after as f64 / before as f64
+    }
+}
+
 impl Report {
+    /// The report with `messages` more input messages (holding `tokens` tokens) that every
+    /// step passed untouched: in the counts before and after, of the run and of each step.
+    /// (A session extending its previous turn with the messages added since.)
+    pub(crate) fn extend_as_it_came(&mut self, messages: usize, tokens: usize) {
+        self.original_token_count += tokens;
+        self.compressed_token_count += tokens;
+        self.original_message_count += messages;
+        self.compressed_message_count += messages;
+        self.compression_ratio = compression_ratio(self.original_token_count, self.compressed_token_count);
+        for step in &mut self.steps {
+            step.messages_before += messages;
+            step.messages_after += messages;
+            step.tokens_before += tokens;
+            step.tokens_after += tokens;
+        }
+    }
+
     /// The log lines: one per repair, one per step that changed something, one per handle.
     pub fn lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.repairs.iter().map(|r| format!("repair: {r}")).collect();

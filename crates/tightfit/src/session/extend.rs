@@ -35,7 +35,7 @@ use super::decision::Decision;
 use crate::fit::Fitted;
 use crate::format::{Conversation, Format};
 use crate::message::{Message, Part, Role};
-use crate::plan::{input_fingerprint, unit_plan_as_it_came, OutputEntry, Plan};
+use crate::plan::Plan;
 use crate::report::Report;
 use crate::units::units;
 use crate::validate::{current_tool_turn, validate, Rule};
@@ -52,9 +52,15 @@ pub(crate) struct PreviousTurn {
     output: Vec<Sent>,
     report: Report,
     plan: Plan,
-    /// Whether the input, and the output, hold thinking blocks (Anthropic's rule on the
-    /// current tool turn then applies).
-    thinking: (bool, bool),
+    thinking: Thinking,
+}
+
+/// Whether a turn's input and output hold thinking blocks: Anthropic's rule on the current
+/// tool turn then applies to them.
+#[derive(Debug, Clone, Copy)]
+struct Thinking {
+    input: bool,
+    output: bool,
 }
 
 /// One message of a previous turn's output.
@@ -64,6 +70,16 @@ enum Sent {
     Input(usize),
     /// A message as the decision left it.
     Written(Message),
+}
+
+impl Sent {
+    /// The message sent, the input being `messages`.
+    fn message<'m>(&'m self, messages: &'m [Message]) -> &'m Message {
+        match self {
+            Sent::Input(i) => &messages[*i],
+            Sent::Written(m) => m,
+        }
+    }
 }
 
 impl PreviousTurn {
@@ -95,7 +111,10 @@ impl PreviousTurn {
                 _ => Sent::Written(message.clone().into_owned()),
             })
             .collect();
-        let thinking = (conversation.messages.iter().any(thinks), fitted.messages.iter().any(|m| thinks(m)));
+        let thinking = Thinking {
+            input: conversation.messages.iter().any(thinks),
+            output: fitted.messages.iter().any(|m| thinks(m)),
+        };
         Some(PreviousTurn {
             provider,
             decision,
@@ -131,11 +150,7 @@ impl PreviousTurn {
             return None;
         }
         let new = &messages[seen..];
-        let last_output = match self.output.last() {
-            Some(Sent::Input(i)) => messages.get(*i),
-            Some(Sent::Written(m)) => Some(m),
-            None => None,
-        };
+        let last_output = self.output.last().map(|sent| sent.message(messages));
         let joins = new.is_empty()
             || match self.provider {
                 Format::OpenAi => chat_joins(seen.checked_sub(1).map(|i| &messages[i]), last_output, new),
@@ -184,17 +199,11 @@ impl PreviousTurn {
             return false;
         }
         let new_thinks = new.iter().any(thinks);
-        let input_keeps = !(self.thinking.0 || new_thinks) || keeps_current_thinking(messages);
+        let input_keeps = !(self.thinking.input || new_thinks) || keeps_current_thinking(messages);
         input_keeps
-            && (!(self.thinking.1 || new_thinks) || {
-                let mut output: Vec<&Message> = self
-                    .output
-                    .iter()
-                    .map(|sent| match sent {
-                        Sent::Input(i) => &messages[*i],
-                        Sent::Written(m) => m,
-                    })
-                    .collect();
+            && (!(self.thinking.output || new_thinks) || {
+                let mut output: Vec<&Message> =
+                    self.output.iter().map(|sent| sent.message(messages)).collect();
                 output.extend(new);
                 keeps_current_thinking(&output)
             })
@@ -206,34 +215,11 @@ impl PreviousTurn {
         let seen = self.fingerprints.len();
         self.fingerprints.extend_from_slice(&fingerprints[seen..]);
         self.output.extend((seen..fingerprints.len()).map(Sent::Input));
-        let plan = &mut self.plan;
-        plan.input_messages = fingerprints.len();
-        plan.input_fingerprint = input_fingerprint(fingerprints.iter().copied());
-        plan.units.extend(units(new).iter().map(|unit| unit_plan_as_it_came(unit, seen)));
-        plan.output.extend((seen..fingerprints.len()).map(|i| OutputEntry {
-            input: Some(i),
-            message: None,
-            steps: Vec::new(),
-            details: Vec::new(),
-        }));
+        self.plan.extend_as_it_came(&units(new), seen, fingerprints);
+        self.report.extend_as_it_came(new.len(), added);
         let new_thinks = new.iter().any(thinks);
-        self.thinking = (self.thinking.0 || new_thinks, self.thinking.1 || new_thinks);
-        let report = &mut self.report;
-        report.original_token_count += added;
-        report.compressed_token_count += added;
-        report.original_message_count += new.len();
-        report.compressed_message_count += new.len();
-        report.compression_ratio = if report.original_token_count == 0 {
-            1.0
-        } else {
-            report.compressed_token_count as f64 / report.original_token_count as f64
-        };
-        for step in &mut report.steps {
-            step.messages_before += new.len();
-            step.messages_after += new.len();
-            step.tokens_before += added;
-            step.tokens_after += added;
-        }
+        self.thinking.input |= new_thinks;
+        self.thinking.output |= new_thinks;
     }
 }
 

@@ -398,8 +398,9 @@ impl Session {
             });
             if let Some(mut fitted) = answered {
                 self.mark_breakpoints(&mut fitted, conversation);
-                let previous = state.conversations.get_mut(&key).and_then(|held| held.previous.take());
-                state.remember(key, decision, checkpoint, previous, &self.settings);
+                // the decision and checkpoint held are the ones answered under; the previous
+                // turn was extended in place
+                state.touch(&key);
                 return Ok(fitted);
             }
         }
@@ -627,6 +628,14 @@ struct Held {
 }
 
 impl State {
+    /// Marks conversation `key` used now.
+    fn touch(&mut self, key: &str) {
+        self.clock += 1;
+        if let Some(held) = self.conversations.get_mut(key) {
+            held.used = self.clock;
+        }
+    }
+
     /// Holds `decision` (and the turn just answered, `previous`) for conversation `key`;
     /// forgets the least recently used conversation past `settings.max_conversations`, and
     /// the least recently used previous turn past `settings.previous_turns`.

@@ -158,7 +158,13 @@ impl CountCache {
         fingerprint: u128,
     ) -> (u128, usize) {
         self.use_counter(counter);
-        (fingerprint, *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message)))
+        (fingerprint, self.lookup(counter, message, fingerprint))
+    }
+
+    /// The tokens of `message` from the table, or counted and remembered (the counter is
+    /// the cache's own).
+    fn lookup(&mut self, counter: &ChatCounter, message: &Message, fingerprint: u128) -> usize {
+        *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message))
     }
 
     /// The fingerprint and tokens of every message of a history about to be fitted, in
@@ -182,7 +188,7 @@ impl CountCache {
             };
             let tokens = match previous.get(i) {
                 Some(&(at_place, tokens)) if at_place == fingerprint => tokens,
-                _ => *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message)),
+                _ => self.lookup(counter, message, fingerprint),
             };
             history.push((fingerprint, tokens));
         }
