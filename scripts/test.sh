@@ -38,9 +38,11 @@ TIGHTFIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit" scripts/wheel_che
 
 echo "== the proxy through the real openai and anthropic SDKs (tightfit serve, a fake upstream)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/tightfit-proxy/tests/sdk/requirements.txt
-# built by cargo test above already; built here too so the section stands on its own
-cargo build -p tightfit-cli
-TIGHTFIT_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit" .venv/bin/python -m pytest crates/tightfit-proxy/tests/sdk -q -p no:cacheprovider
+# the binary `cargo test` built above; built here only when missing (a plain `cargo build`
+# resolves other features than the tests' build did, and would compile the workspace again)
+bin="${CARGO_TARGET_DIR:-$PWD/target}/debug/tightfit"
+[ -x "$bin" ] || cargo build -p tightfit-cli
+TIGHTFIT_BIN="$bin" .venv/bin/python -m pytest crates/tightfit-proxy/tests/sdk -q -p no:cacheprovider
 
 echo "== peer suites: autogen-core's and langchain-core's own tests against the adapters"
 crates/tightfit-py/peer_suites/run_autogen_core.sh "$PWD/.venv/bin/python" -q

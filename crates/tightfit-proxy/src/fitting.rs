@@ -30,6 +30,21 @@ const MAX_SESSIONS: usize = 256;
 /// past it the memory is cleared (each conversation's next turn then estimates nothing).
 const MAX_REMEMBERED: usize = 65_536;
 
+/// The most bytes a request may add to its conversation's previous one and still be answered
+/// in place ([`Fitting::answer_appended`]): a turn's new messages (a tool's output, a reply,
+/// a user's message) are kilobytes; reading a quarter of a megabyte of JSON takes about half a
+/// millisecond, the most a request should hold an async worker for.
+pub const MAX_APPENDED_BYTES: usize = 256 * 1024;
+
+/// How far a fit goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Every request answered: read whole if need be, replayed or compacted.
+    Whole,
+    /// Only a turn that appends to its conversation's previous one, answered from it.
+    Appended,
+}
+
 /// What fitting a request gave.
 #[derive(Debug)]
 pub struct Outcome {
@@ -154,7 +169,8 @@ impl Fitting {
     /// apart by the request's credentials and `x-tightfit-session` (else its first messages).
     /// The body is read taking what it shares with the conversation's previous request from
     /// that one's reading, and the fitted body is the request's own bytes where the fit kept
-    /// them (see [`crate::parsed`] and [`format::splice_request`]).
+    /// them (see [`crate::parsed`] and [`format::splice_request`]). It blocks (tokenizing,
+    /// compactions, the store): run it on the blocking pool.
     pub fn fit(
         &self,
         api: Format,
@@ -162,11 +178,51 @@ impl Fitting {
         policy: &str,
         body: &Bytes,
     ) -> Result<Outcome, ApiError> {
+        let outcome = self.fit_reaching(Reach::Whole, api, headers, policy, body)?;
+        Ok(outcome.expect("a whole fit answers every request"))
+    }
+
+    /// The turn of a warm agent loop, in a time bounded by what it adds: answered only when
+    /// the body appends at most [`MAX_APPENDED_BYTES`] to its conversation's previous request
+    /// and the session answers it from its previous turn
+    /// ([`Session::answer_appended`]); else `None`, and [`fit`](Fitting::fit) does the rest
+    /// (what was read here is kept for it, so it reads nothing twice). Cheap enough to run in
+    /// place on an async worker when the store reads locally: a hop to the blocking pool and
+    /// back costs more than the turn (two thread wake-ups, and the tail of a busy machine's
+    /// scheduling).
+    pub fn answer_appended(
+        &self,
+        api: Format,
+        headers: &HeaderMap,
+        policy: &str,
+        body: &Bytes,
+    ) -> Result<Option<Outcome>, ApiError> {
+        self.fit_reaching(Reach::Appended, api, headers, policy, body)
+    }
+
+    /// [`fit`](Fitting::fit) or [`answer_appended`](Fitting::answer_appended), as `reach` says.
+    fn fit_reaching(
+        &self,
+        reach: Reach,
+        api: Format,
+        headers: &HeaderMap,
+        policy: &str,
+        body: &Bytes,
+    ) -> Result<Option<Outcome>, ApiError> {
         let text = std::str::from_utf8(body).map_err(|e| {
             ApiError::new(api, Kind::InvalidRequest, format!("the request body is not UTF-8: {e}"))
         })?;
         let slot = self.parsed_slot(api, headers, text);
         let mut last = self.parsed.take(slot);
+        if reach == Reach::Appended {
+            let appended = last.as_ref().and_then(|last| body.len().checked_sub(last.body.len()));
+            if appended.is_none_or(|bytes| bytes > MAX_APPENDED_BYTES) {
+                if let Some(last) = last {
+                    self.parsed.put(slot, last);
+                }
+                return Ok(None);
+            }
+        }
         let known = last.as_mut().map(|last| std::mem::take(&mut last.fingerprints)).unwrap_or_default();
         let previous = last.as_mut().and_then(|last| {
             let listed = std::mem::take(&mut last.listed);
@@ -175,18 +231,22 @@ impl Fitting {
         });
         let mut read = match format::read_request(text, api, previous) {
             Ok(read) => read,
-            Err(e) => return self.unread(api, text, e),
+            // the whole fit reads it again, and answers what is wrong with it
+            Err(_) if reach == Reach::Appended => return Ok(None),
+            Err(e) => return self.unread(api, text, e).map(Some),
         };
         let Some(model_name) = read.conversation.request.as_ref().and_then(|r| r.model.clone()) else {
             // the upstream says what it thinks of a request without a model
-            return Ok(Outcome::skipped("none (no model)".into()));
+            return Ok(Some(Outcome::skipped("none (no model)".into())));
         };
         let Ok(model) = self.registry.lookup(&model_name) else {
-            return Ok(Outcome::skipped(format!("none (unknown model {model_name:?})")));
+            return Ok(Some(Outcome::skipped(format!("none (unknown model {model_name:?})"))));
         };
         let mut fingerprints = fingerprints_of(&read, &known);
         let reading = Reading { text, read: &read, fingerprints: &fingerprints };
-        let outcome = self.fit_read(api, headers, policy, reading, model)?;
+        let outcome = self.fit_read(reach, api, headers, policy, reading, model)?;
+        // held whether or not the turn was answered: a whole fit of the same body after an
+        // appended one that was not reads it all from this reading
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
             let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());
@@ -231,15 +291,17 @@ impl Fitting {
         u128::from_str_radix(&key, 16).unwrap_or(0)
     }
 
-    /// Fits a request, read, for `model`.
+    /// Fits a request, read, for `model` (`None`: `reach` is [`Reach::Appended`] and the
+    /// session did not answer it so).
     fn fit_read(
         &self,
+        reach: Reach,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
         request: Reading<'_>,
         model: &'static tightfit::models::ModelInfo,
-    ) -> Result<Outcome, ApiError> {
+    ) -> Result<Option<Outcome>, ApiError> {
         let Reading { text, read, fingerprints } = request;
         let conversation = &read.conversation;
         let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
@@ -268,9 +330,15 @@ impl Fitting {
             shard: shard_of(&key, self.shards),
         };
         let session = self.session(spec, target, Pricing::of(model))?;
-        let fitted = session
-            .fit_fingerprinted(Some(&key), conversation, fingerprints.to_vec())
-            .map_err(|e| fit_error(api, e))?;
+        let fitted = match reach {
+            Reach::Whole => session.fit_fingerprinted(Some(&key), conversation, fingerprints.to_vec()),
+            Reach::Appended => match session.answer_appended(&key, conversation, fingerprints) {
+                Ok(Some(fitted)) => Ok(fitted),
+                Ok(None) => return Ok(None),
+                Err(e) => Err(e),
+            },
+        }
+        .map_err(|e| fit_error(api, e))?;
         let report = &fitted.report;
         let session_info = report.session.as_ref();
         let unchanged = fitted.messages.len() == conversation.messages.len()
@@ -305,7 +373,7 @@ impl Fitting {
             let body = spliced.unwrap_or_else(|| format::request_to_string(&fitted.messages, conversation));
             Some(Bytes::from(body))
         };
-        Ok(Outcome { body, tokens, actions, epoch, outcome, prefix_tokens, reused: read.reused })
+        Ok(Some(Outcome { body, tokens, actions, epoch, outcome, prefix_tokens, reused: read.reused }))
     }
 
     /// The estimate of [`Outcome::prefix_tokens`] for conversation `key`, whose request now

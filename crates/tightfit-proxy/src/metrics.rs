@@ -3,7 +3,8 @@
 //! Per route (`openai`, `anthropic`, `count_tokens`, `passthrough`): requests by status,
 //! tokens before and after fitting (and saved), session turns by outcome (`unchanged`: sent
 //! as it came; `replayed`: the epoch's decision replayed, the prompt cache's prefix kept;
-//! `compacted`: a new epoch), the input tokens the upstream billed and how many of them it read
+//! `compacted`: a new epoch) and how many were answered in place from the conversation's
+//! previous turn (on the async worker, without the hop to the blocking pool), the input tokens the upstream billed and how many of them it read
 //! from its prompt cache (the measured cache reuse), the upstream's latency to its response
 //! headers and the proxy's own overhead before forwarding.
 
@@ -35,6 +36,7 @@ pub struct Metrics {
     tokens_saved: Family<Labels, Counter>,
     prefix_tokens: Family<Labels, Counter>,
     turns: Family<Labels, Counter>,
+    in_place: Family<Labels, Counter>,
     upstream_input: Family<Labels, Counter>,
     upstream_cached_input: Family<Labels, Counter>,
     upstream_output: Family<Labels, Counter>,
@@ -59,6 +61,7 @@ impl Metrics {
         let tokens_saved = Family::<Labels, Counter>::default();
         let prefix_tokens = Family::<Labels, Counter>::default();
         let turns = Family::<Labels, Counter>::default();
+        let in_place = Family::<Labels, Counter>::default();
         let upstream_input = Family::<Labels, Counter>::default();
         let upstream_cached_input = Family::<Labels, Counter>::default();
         let upstream_output = Family::<Labels, Counter>::default();
@@ -81,6 +84,12 @@ impl Metrics {
             "session_turns",
             "Fitted requests by outcome: unchanged, replayed (cache prefix kept) or compacted",
             turns.clone(),
+        );
+        registry.register(
+            "turns_in_place",
+            "Fitted requests answered in place from their conversation's previous turn (a warm turn \
+             that only appends; the rest are fitted on the blocking pool)",
+            in_place.clone(),
         );
         registry.register(
             "upstream_input_tokens",
@@ -120,6 +129,7 @@ impl Metrics {
             tokens_saved,
             prefix_tokens,
             turns,
+            in_place,
             upstream_input,
             upstream_cached_input,
             upstream_output,
@@ -148,6 +158,11 @@ impl Metrics {
         self.tokens_after.get_or_create(&labels).inc_by(after as u64);
         self.tokens_saved.get_or_create(&labels).inc_by(before.saturating_sub(after) as u64);
         self.turns.get_or_create(&vec![("route", route.to_string()), ("outcome", outcome.to_string())]).inc();
+    }
+
+    /// A fitted request answered in place (see [`crate::fitting::Fitting::answer_appended`]).
+    pub fn in_place(&self, route: &str) {
+        self.in_place.get_or_create(&Metrics::route(route)).inc();
     }
 
     /// The usage an upstream reported.
@@ -191,6 +206,7 @@ mod tests {
         metrics.request("openai", 200);
         metrics.fitted("openai", 1000, 600, "compacted", 0);
         metrics.fitted("openai", 700, 650, "replayed", 600);
+        metrics.in_place("openai");
         metrics.usage("openai", Usage { input: 600, cached_input: 512, cache_write: 0, output: 9 });
         metrics.upstream_latency("openai", Duration::from_millis(3));
         let text = metrics.render();
@@ -199,6 +215,7 @@ mod tests {
             "tightfit_tokens_saved_total{route=\"openai\"} 450",
             "tightfit_cache_prefix_tokens_total{route=\"openai\"} 600",
             "tightfit_session_turns_total{route=\"openai\",outcome=\"compacted\"} 1",
+            "tightfit_turns_in_place_total{route=\"openai\"} 1",
             "tightfit_upstream_cached_input_tokens_total{route=\"openai\"} 512",
             "tightfit_upstream_latency_seconds_count{route=\"openai\"} 1",
         ] {

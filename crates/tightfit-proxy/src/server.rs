@@ -35,6 +35,9 @@ pub struct App {
     client_keys: Vec<[u8; 32]>,
     requests: AtomicU64,
     started: u128,
+    /// Whether a warm turn is answered in place on the async worker
+    /// ([`Fitting::answer_appended`]): when the store reads locally (memory, an SQLite file).
+    answer_in_place: bool,
 }
 
 impl App {
@@ -56,6 +59,7 @@ impl App {
             client_keys: client_keys.iter().map(|k| Sha256::digest(k.as_bytes()).into()).collect(),
             requests: AtomicU64::new(0),
             started: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+            answer_in_place: crate::config::store_spec(&config.store).is_ok_and(|spec| spec.reads_locally()),
             config,
         })
     }
@@ -250,15 +254,27 @@ impl App {
             added.push(("x-tightfit-actions", "none (policy off)".to_string()));
             body
         } else {
-            let fitting = Arc::clone(&self.fitting);
-            let headers = parts.headers.clone();
-            let request_body = body.clone();
-            let outcome =
-                tokio::task::spawn_blocking(move || fitting.fit(api, &headers, &policy, &request_body))
-                    .await
-                    .map_err(|e| {
-                        ApiError::new(api, Kind::Internal, format!("tightfit proxy: fitting failed: {e}"))
-                    })??;
+            // a warm turn in place (microseconds); the rest on the blocking pool
+            let answered = match self.answer_in_place {
+                true => self.fitting.answer_appended(api, &parts.headers, &policy, &body)?,
+                false => None,
+            };
+            let outcome = match answered {
+                Some(outcome) => {
+                    self.metrics.in_place(route);
+                    outcome
+                }
+                None => {
+                    let fitting = Arc::clone(&self.fitting);
+                    let headers = parts.headers.clone();
+                    let request_body = body.clone();
+                    tokio::task::spawn_blocking(move || fitting.fit(api, &headers, &policy, &request_body))
+                        .await
+                        .map_err(|e| {
+                            ApiError::new(api, Kind::Internal, format!("tightfit proxy: fitting failed: {e}"))
+                        })??
+                }
+            };
             if let Some((before, after)) = outcome.tokens {
                 self.metrics.fitted(route, before, after, outcome.outcome, outcome.prefix_tokens);
                 added.push(("x-tightfit-tokens-before", before.to_string()));

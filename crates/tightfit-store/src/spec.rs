@@ -71,6 +71,14 @@ impl StoreSpec {
         !matches!(self, StoreSpec::Memory)
     }
 
+    /// Whether the store's reads stay on this machine (memory, an SQLite file in the page
+    /// cache): microseconds, no network round trip, so an async server may read it in place
+    /// instead of on its blocking pool (a Redis or PostgreSQL client blocks on the network,
+    /// and PostgreSQL's runs a runtime of its own, which tokio forbids on its workers).
+    pub fn reads_locally(&self) -> bool {
+        matches!(self, StoreSpec::Memory | StoreSpec::Sqlite(_))
+    }
+
     /// Opens the store: connects to a server, opens or makes a file. Blocking; from async
     /// code, call it on a blocking thread (`tokio::task::spawn_blocking`).
     pub fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
@@ -131,6 +139,9 @@ mod tests {
     fn addresses_are_read_and_shown_without_passwords() {
         assert_eq!(StoreSpec::parse("sqlite:a/b.db").unwrap(), StoreSpec::Sqlite("a/b.db".into()));
         assert!(!StoreSpec::Memory.is_shared() && StoreSpec::Sqlite("x".into()).is_shared());
+        assert!(StoreSpec::Memory.reads_locally() && StoreSpec::Sqlite("x".into()).reads_locally());
+        assert!(!StoreSpec::Redis("redis://h".into()).reads_locally());
+        assert!(!StoreSpec::Postgres("postgres://h/d".into()).reads_locally());
         let err = StoreSpec::parse("sqlite:").unwrap_err();
         assert!(err.reason.contains("no file"), "{err}");
         let err = StoreSpec::parse("mongodb://u:pw@h/db").unwrap_err();

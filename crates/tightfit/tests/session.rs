@@ -11,6 +11,7 @@ use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::repair::ABORTED_RESULT;
 use tightfit::session::{MemoryStore, Policy, Session, SessionError, Settings, Store, StoreErrorKind};
+use tightfit::tokens::message_fingerprint;
 use tightfit::units::{message_ends, turn_ends};
 use tightfit::validate::validate;
 use tightfit::Target;
@@ -195,6 +196,7 @@ fn a_turn_answered_from_the_previous_one_is_the_replay_exactly() {
         let (answered, replayed) = (session(64), session(0));
         let mut compared = 0;
         let mut held = 0;
+        let mut in_place = 0;
         for conversation in runs.iter().filter(|c| c.messages.len() > 3) {
             let mut turns: Vec<Conversation> = message_ends(&conversation.messages)
                 .into_iter()
@@ -209,8 +211,20 @@ fn a_turn_answered_from_the_previous_one_is_the_replay_exactly() {
             turns.push(prefix(conversation, half));
             turns.push(prefix(conversation, (half + 3).min(conversation.messages.len())));
             for turn in &turns {
-                let (a, r) = (answered.fit(turn), replayed.fit(turn));
                 let where_ = format!("{file}: turn of {} messages", turn.messages.len());
+                // the answering session is asked first as the proxy asks it on its async
+                // worker (`answer_appended`: only a turn answered from the previous one), then
+                // as a whole for the turns that one leaves
+                let fingerprints: Vec<u128> = turn.messages.iter().map(message_fingerprint).collect();
+                let a = match answered.answer_appended(&Session::key_of(turn), turn, &fingerprints) {
+                    Ok(Some(fitted)) => {
+                        in_place += 1;
+                        Ok(fitted)
+                    }
+                    Ok(None) => answered.fit(turn),
+                    Err(e) => panic!("{where_}: {e}"),
+                };
+                let r = replayed.fit(turn);
                 match (a, r) {
                     (Ok(a), Ok(r)) => {
                         assert_eq!(
@@ -230,7 +244,10 @@ fn a_turn_answered_from_the_previous_one_is_the_replay_exactly() {
         }
         assert!(compared > 50, "{file}: {compared} turns compared");
         assert!(held > compared / 4, "{file}: a previous turn held after {held} of {compared} turns");
+        assert!(in_place > compared / 10, "{file}: {in_place} of {compared} turns answered in place");
         assert_eq!(replayed.previous_turns_held(), 0);
+        let none = replayed.answer_appended(&Session::key_of(&runs[0]), &runs[0], &[]).unwrap();
+        assert!(none.is_none(), "{file}: fingerprints of another length answer nothing");
     }
 }
 
@@ -839,4 +856,66 @@ fn what_a_compaction_removes_is_offloaded_and_named_in_its_trace() {
         }
         assert!(compactions >= 2, "{file}: {compactions} compactions");
     }
+}
+
+/// A summarizer that holds the session call it runs in until released (the session's lock is
+/// held while a summarizer runs).
+#[derive(Debug)]
+struct HeldSummarizer {
+    entered: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl tightfit::summary::Summarizer for HeldSummarizer {
+    fn name(&self) -> &str {
+        "held"
+    }
+
+    fn summarize(
+        &self,
+        _: &tightfit::summary::SummaryRequest<'_>,
+    ) -> Result<String, tightfit::summary::SummaryError> {
+        let _ = self.entered.lock().unwrap().send(());
+        let _ = self.release.lock().unwrap().recv_timeout(std::time::Duration::from_secs(60));
+        Ok("What happened before.".into())
+    }
+}
+
+/// `answer_appended` is what an async server runs in place: it never waits for a session busy
+/// with another call (a compaction, a summary), it answers `None` and the caller fits the
+/// turn on its blocking pool; once the session is free the same turn is answered in place.
+#[test]
+fn answering_in_place_does_not_wait_for_a_busy_session() {
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    let summarizer = HeldSummarizer {
+        entered: std::sync::Mutex::new(entered_tx),
+        release: std::sync::Mutex::new(release_rx),
+    };
+    let session = Arc::new(
+        Session::new(target("gpt-4o", 4_000), Policy::cache(), Arc::new(MemoryStore::new()))
+            .with_summarizer(Arc::new(summarizer)),
+    );
+    // a short chat under the mark: its next turn appends to the one the session holds
+    let chats = conversations("data/chat_aider_sessions.jsonl", 40);
+    let chat = chats.iter().find(|c| c.messages.len() >= 4).expect("a chat of four messages");
+    let (turn, next) = (prefix(chat, 2), prefix(chat, 3));
+    session.fit(&turn).unwrap();
+    let key = Session::key_of(&next);
+    let fingerprints: Vec<u128> = next.messages.iter().map(message_fingerprint).collect();
+    // a long agent run compacts, and its summary holds the session
+    let long = conversations("data/agent_mini_swe_deepseek.jsonl", 1).remove(0);
+    let compacting = {
+        let session = Arc::clone(&session);
+        std::thread::spawn(move || session.fit(&long).map(|f| f.report.compressed_token_count))
+    };
+    entered.recv_timeout(std::time::Duration::from_secs(60)).expect("the compaction asks for its summary");
+    assert!(
+        session.answer_appended(&key, &next, &fingerprints).unwrap().is_none(),
+        "a busy session is not waited for"
+    );
+    release.send(()).unwrap();
+    assert!(compacting.join().unwrap().unwrap() <= 4_000);
+    let answered = session.answer_appended(&key, &next, &fingerprints).unwrap().expect("answered in place");
+    assert_eq!(answered.messages.len(), next.messages.len());
 }

@@ -44,7 +44,7 @@ mod replay;
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
@@ -371,8 +371,19 @@ impl Session {
         };
         let mut state = self.lock();
         let (decision, checkpoint) = self.decision_of(&mut state, &key)?;
+        // a turn that only appends to the previous one is answered from it (see `extend.rs`)
+        let provider = self.target.provider.unwrap_or(conversation.format);
+        let extendable = self.extendable(provider);
+        let tools = if extendable { tools_hash(conversation) } else { 0 };
+        if extendable {
+            let answered =
+                self.answered_from_previous(&mut state, &key, &decision, tools, conversation, &fingerprints);
+            if let Some(fitted) = answered {
+                return Ok(fitted);
+            }
+        }
         let budget = self.target.budget;
-        let high = (budget as f64 * self.settings.high_water) as usize;
+        let high = self.high_water();
         let aim = (budget as f64 * self.settings.low_water) as usize;
         let mut options = RunOptions::fit(budget).with_window(self.target.window);
         options.provider = self.target.provider;
@@ -383,27 +394,6 @@ impl Session {
             policy: self.policy.name.clone(),
         };
         let counter = &self.target.counter;
-        // a turn that only appends to the previous one is answered from it (see `extend.rs`)
-        let provider = self.target.provider.unwrap_or(conversation.format);
-        let extendable =
-            matches!(provider, Format::OpenAi | Format::Anthropic) && self.settings.previous_turns > 0;
-        let tools = if extendable { tools_hash(conversation) } else { 0 };
-        if extendable {
-            let State { fitter, conversations, .. } = &mut *state;
-            let previous = conversations.get_mut(&key).and_then(|held| held.previous.as_mut());
-            let answered = previous.and_then(|previous| {
-                previous.answer(&decision, tools, conversation, &fingerprints, high, |i| {
-                    fitter.message_tokens(counter, &conversation.messages[i], fingerprints[i])
-                })
-            });
-            if let Some(mut fitted) = answered {
-                self.mark_breakpoints(&mut fitted, conversation);
-                // the decision and checkpoint held are the ones answered under; the previous
-                // turn was extended in place
-                state.touch(&key);
-                return Ok(fitted);
-            }
-        }
         // the turn as the current decision leaves it; a history the decision no longer
         // applies to (the caller edited or replaced what it changed: a framework that keeps
         // the fitted history as its own, an edit, a branch) as it comes, while under the mark
@@ -489,6 +479,75 @@ impl Session {
         state.remember(key, decided, Some(hash), None, &self.settings);
         self.mark_breakpoints(&mut fitted, conversation);
         Ok(fitted)
+    }
+
+    /// Answers the turn of conversation `key` only if it merely appends to the conversation's
+    /// previous turn and can be answered from it (see `extend.rs`): the same answer
+    /// [`fit_fingerprinted`](Session::fit_fingerprinted) gives, or `Ok(None)` for a turn that
+    /// needs it, and when the session is busy with another call (it does not wait for the
+    /// lock). It never compacts and never writes the store; it costs time in the new
+    /// messages, not in the history (on a shared store, plus a read of the checkpoint's
+    /// 16-byte version). What a caller on an async runtime can run in place, keeping the
+    /// blocking pool for the turns that need it (the proxy). `fingerprints`: one
+    /// [`message_fingerprint`] per message, in order (another length answers `None`).
+    pub fn answer_appended<'a>(
+        &self,
+        key: &str,
+        conversation: &'a Conversation,
+        fingerprints: &[u128],
+    ) -> Result<Option<Fitted<'a>>, SessionError> {
+        if fingerprints.len() != conversation.messages.len() {
+            return Ok(None);
+        }
+        let provider = self.target.provider.unwrap_or(conversation.format);
+        if !self.extendable(provider) {
+            return Ok(None);
+        }
+        // a session busy with another call (a compaction: milliseconds) is not waited for
+        let mut state = match self.state.try_lock() {
+            Ok(state) => state,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        let (decision, _) = self.decision_of(&mut state, key)?;
+        let tools = tools_hash(conversation);
+        Ok(self.answered_from_previous(&mut state, key, &decision, tools, conversation, fingerprints))
+    }
+
+    /// The turn answered from conversation `key`'s previous turn under `decision` (the
+    /// tool schemas hashing to `tools`), if it only appends to it (see
+    /// [`PreviousTurn::answer`]); for a provider the session may extend turns of.
+    fn answered_from_previous<'a>(
+        &self,
+        state: &mut State,
+        key: &str,
+        decision: &Arc<Decision>,
+        tools: u64,
+        conversation: &'a Conversation,
+        fingerprints: &[u128],
+    ) -> Option<Fitted<'a>> {
+        let (high, counter) = (self.high_water(), &self.target.counter);
+        let State { fitter, conversations, .. } = &mut *state;
+        let previous = conversations.get_mut(key)?.previous.as_mut()?;
+        let mut fitted = previous.answer(decision, tools, conversation, fingerprints, high, |i| {
+            fitter.message_tokens(counter, &conversation.messages[i], fingerprints[i])
+        })?;
+        self.mark_breakpoints(&mut fitted, conversation);
+        // the decision and checkpoint held are the ones answered under; the previous turn
+        // was extended in place
+        state.touch(key);
+        Some(fitted)
+    }
+
+    /// Whether turns for `provider` may be answered from the previous one: the formats whose
+    /// joins `extend.rs` knows, when the settings hold previous turns.
+    fn extendable(&self, provider: Format) -> bool {
+        matches!(provider, Format::OpenAi | Format::Anthropic) && self.settings.previous_turns > 0
+    }
+
+    /// The high-water mark, in tokens.
+    fn high_water(&self) -> usize {
+        (self.target.budget as f64 * self.settings.high_water) as usize
     }
 
     /// Whether a turn past the high-water mark (within the budget) should wait for its
