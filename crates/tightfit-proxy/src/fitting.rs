@@ -185,7 +185,8 @@ impl Fitting {
     }
 
     /// The turn of a warm agent loop, in a time bounded by what it adds: answered only when
-    /// the body appends at most [`MAX_APPENDED_BYTES`] to its conversation's previous request
+    /// the body keeps every message of its conversation's previous request byte for byte and
+    /// adds at most [`MAX_APPENDED_BYTES`] ([`format::read_appended`]: nothing else is read),
     /// and the session answers it from its previous turn
     /// ([`Session::answer_appended`]); else `None`, and [`fit`](Fitting::fit) does the rest
     /// (what was read here is kept for it, so it reads nothing twice). Cheap enough to run in
@@ -231,7 +232,23 @@ impl Fitting {
             let text = std::str::from_utf8(&last.body).ok()?;
             Some(format::Previous { text, layout: &last.layout, listed })
         });
-        let mut read = match format::read_request(text, api, previous) {
+        let read = match (reach, previous) {
+            (Reach::Appended, Some(previous)) => match format::read_appended(text, api, previous) {
+                format::Appended::Read(read) => read,
+                format::Appended::NotAppended(previous) => {
+                    // held again as it was, for the whole fit to read what it can from it
+                    let listed = previous.listed;
+                    if let Some(mut last) = last {
+                        (last.listed, last.fingerprints) = (listed, known);
+                        self.parsed.put(slot, last);
+                    }
+                    return Ok(None);
+                }
+            },
+            (Reach::Appended, None) => return Ok(None),
+            (Reach::Whole, previous) => format::read_request(text, api, previous),
+        };
+        let mut read = match read {
             Ok(read) => read,
             // the whole fit reads it again, and answers what is wrong with it
             Err(_) if reach == Reach::Appended => return Ok(None),

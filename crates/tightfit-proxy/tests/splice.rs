@@ -230,3 +230,61 @@ async fn agent_loops_forward_what_the_engine_fits_though_each_turn_is_read_from_
         proxy.stop().await.unwrap();
     }
 }
+
+/// The `tightfit_turns_in_place_total` of `proxy`'s metrics, over every route.
+async fn turns_in_place(proxy: &tightfit_proxy::Running) -> usize {
+    let metrics = client().get(url(proxy, "/metrics")).send().await.unwrap().text().await.unwrap();
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("tightfit_turns_in_place_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<usize>().ok())
+        .sum()
+}
+
+/// A turn that edits a message the previous turn sent, or removes one, is not answered in place:
+/// the whole fit reads it (taking what it can from the previous reading) and forwards what the
+/// engine fits; the appending turns between are answered in place.
+#[tokio::test]
+async fn an_edited_or_shortened_turn_is_fitted_whole_and_forwards_what_the_engine_fits() {
+    let (fake, proxy) = capped(8_000).await;
+    let records = corpus("data/agent_mini_swe_deepseek.jsonl");
+    let messages = records[0]["messages"].as_array().unwrap();
+    let body = |messages: &[Value]| json!({"model": "gpt-4o", "messages": messages}).to_string();
+    // each turn ends on the tools' results, as an agent loop sends it
+    let mut edited = messages[..8].to_vec();
+    edited[1]["content"] = Value::from("the task, as the caller rewrote it");
+    let bodies = [
+        body(&messages[..4]),
+        body(&messages[..6]),
+        body(&messages[..8]),
+        body(&edited),
+        body(&edited[..6]),
+        body(&[&edited[..6], &messages[6..8]].concat()),
+    ];
+    let target = Target::for_model(Registry::embedded().lookup("gpt-4o").unwrap(), Some(1024))
+        .with_budget(8_000)
+        .with_provider(Format::OpenAi);
+    let session = Session::new(target, Policy::cache(), Arc::new(MemoryStore::new()))
+        .with_settings(tightfit_proxy::Config::default().session_settings())
+        .unwrap();
+    let mut in_place = Vec::new();
+    for (t, body) in bodies.iter().enumerate() {
+        let response = client()
+            .post(url(&proxy, "/v1/chat/completions"))
+            .header("x-tightfit-session", "edited")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "turn {t}: {:?}", response.text().await);
+        let conversation = parse_str(body, FormatHint::Exactly(Format::OpenAi)).unwrap();
+        let fitted = session.fit_keyed(Some("edited"), &conversation).unwrap();
+        let expected: Value =
+            serde_json::from_str(&request_to_string(&fitted.messages, &conversation)).unwrap();
+        assert_eq!(fake.last().json(), expected, "turn {t}");
+        in_place.push(turns_in_place(&proxy).await);
+    }
+    // appended: turns 1, 2 and 5; the edit (3) and the removal (4) are fitted whole
+    assert_eq!(in_place, [0, 1, 2, 2, 2, 3]);
+    proxy.stop().await.unwrap();
+}

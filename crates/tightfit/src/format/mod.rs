@@ -31,7 +31,9 @@ use crate::message::{Extra, Message, Tool};
 
 pub use convert::{convert, Conversion};
 pub use detect::{detect, list_verdict, message_verdict, verdict};
-pub use splice::{read_request, splice_request, Previous, ReadRequest, RequestLayout};
+pub use splice::{
+    read_appended, read_request, splice_request, Appended, Previous, ReadRequest, RequestLayout,
+};
 
 /// A wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -27,7 +27,7 @@ use super::{anthropic, openai, responses, Conversation, Format};
 use crate::message::Message;
 
 pub use layout::RequestLayout;
-pub use reread::{read_request, Previous, ReadRequest};
+pub use reread::{read_appended, read_request, Appended, Previous, ReadRequest};
 
 /// Writes the body of `messages` (a fitted history: borrowed from `like` or owned) by
 /// splicing `text`, the body `like` was read from, whose list `layout` found: the body

@@ -69,6 +69,38 @@ pub fn read_request(
         let shared = shared_prefix(text.as_bytes(), p.text.as_bytes());
         (p, shared)
     });
+    read_sharing(text, format, previous)
+}
+
+/// What [`read_appended`] did.
+#[derive(Debug)]
+pub enum Appended<'p> {
+    /// The body keeps every message of the previous request: read as [`read_request`] reads it.
+    Read(Result<ReadRequest, FormatError>),
+    /// It does not (an edit, a removal, another conversation): nothing was read, and the
+    /// previous reading is handed back untouched.
+    NotAppended(Previous<'p>),
+}
+
+/// [`read_request`] only for a body that keeps every message of `previous` byte for byte at
+/// its place (a turn that appends to it): then reading costs a comparison of the two texts
+/// and the reading of what is new, never the whole history. What a server can afford to do
+/// in place on an async worker; any other body is left to [`read_request`].
+pub fn read_appended<'p>(text: &str, format: Format, previous: Previous<'p>) -> Appended<'p> {
+    let shared = shared_prefix(text.as_bytes(), previous.text.as_bytes());
+    let kept = previous.layout.elements().last().map_or(previous.layout.list().start, |last| last.end);
+    if shared < kept {
+        return Appended::NotAppended(previous);
+    }
+    Appended::Read(read_sharing(text, format, Some((previous, shared))))
+}
+
+/// [`read_request`], the bytes `text` shares with the previous request counted.
+fn read_sharing(
+    text: &str,
+    format: Format,
+    previous: Option<(Previous<'_>, usize)>,
+) -> Result<ReadRequest, FormatError> {
     let layout =
         RequestLayout::find_after(text, format, previous.as_ref().map(|(p, shared)| (p.layout, *shared)));
     let Some(layout) = layout else {
@@ -169,6 +201,44 @@ mod tests {
         assert_eq!(read.layout, RequestLayout::find(&now, Format::OpenAi));
         // the same body again: everything taken
         assert_eq!(read_after(&now, &now, Format::OpenAi).unwrap().reused, 3);
+    }
+
+    /// Reads `now` after `then` by [`read_appended`].
+    fn appended_after(then: &str, now: &str) -> Result<Result<ReadRequest, FormatError>, Vec<Message>> {
+        let mut first = read_request(then, Format::OpenAi, None).unwrap();
+        let listed = first.take_listed();
+        let layout = first.layout.as_ref().unwrap();
+        match read_appended(now, Format::OpenAi, Previous { text: then, layout, listed }) {
+            Appended::Read(read) => Ok(read),
+            Appended::NotAppended(previous) => Err(previous.listed),
+        }
+    }
+
+    #[test]
+    fn only_a_body_that_keeps_every_previous_message_is_read_appended() {
+        // appended, the envelope after the list included: read as the whole reader reads it
+        let now = body(&[A, B, C]);
+        let read = appended_after(&body(&[A, B]), &now).unwrap().unwrap();
+        assert_eq!(read.reused, 2);
+        assert_eq!(read.conversation, parse_str(&now, FormatHint::Exactly(Format::OpenAi)).unwrap());
+        assert_eq!(appended_after(&now, &now).unwrap().unwrap().reused, 3, "the same body again");
+        let empty = body(&[]);
+        assert_eq!(appended_after(&empty, &body(&[A])).unwrap().unwrap().reused, 0, "from an empty list");
+        // a new message that does not read is the whole reader's error
+        let bad = body(&[A, r#"{"role": "user", "content": 7}"#]);
+        let whole = parse_str(&bad, FormatHint::Exactly(Format::OpenAi)).unwrap_err();
+        assert_eq!(appended_after(&body(&[A]), &bad).unwrap().unwrap_err().to_string(), whole.to_string());
+        // an edit, a removal, another envelope before the list: nothing read, and the previous
+        // reading handed back whole
+        let previous = parse_str(&body(&[A, B, C]), FormatHint::Exactly(Format::OpenAi)).unwrap().messages;
+        for now in [
+            body(&[A, &B.replace("ls", "rm"), C]),
+            body(&[A, B]),
+            body(&[A, C, B]),
+            body(&[A, B, C]).replace("gpt-4o", "gpt-4.1"),
+        ] {
+            assert_eq!(appended_after(&body(&[A, B, C]), &now).unwrap_err(), previous, "{now}");
+        }
     }
 
     #[test]
