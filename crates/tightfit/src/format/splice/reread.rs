@@ -73,6 +73,9 @@ pub fn read_request(
 }
 
 /// What [`read_appended`] did.
+// returned once per request and matched at once, as `read_request`'s result is: boxing the
+// reading would cost an allocation per request for nothing
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Appended<'p> {
     /// The body keeps every message of the previous request: read as [`read_request`] reads it.
