@@ -32,11 +32,13 @@ const MAX_SESSIONS: usize = 256;
 /// past it the memory is cleared (each conversation's next turn then estimates nothing).
 const MAX_REMEMBERED: usize = 65_536;
 
-/// The most bytes a request may add to its conversation's previous one and still be answered
-/// in place ([`Fitting::answer_appended`]): a turn's new messages (a tool's output, a reply,
-/// a user's message) are kilobytes; reading a quarter of a megabyte of JSON takes about half a
-/// millisecond, the most a request should hold an async worker for.
-pub const MAX_APPENDED_BYTES: usize = 256 * 1024;
+/// The most bytes a turn answered in place ([`Fitting::answer_appended`]) may have to read
+/// besides the messages it shares with its conversation's previous request: the envelope
+/// (model, tools, Anthropic's system prompt) and the new messages (a tool's output, a reply),
+/// usually a few kilobytes. At the bound, parsing takes about 0.2 ms and tokenizing what is
+/// new, when all of it is text, about 3 ms (o200k, about 24 MiB/s): the most a request
+/// should hold an async worker for. A larger turn is fitted on the blocking pool.
+pub const MAX_READ_IN_PLACE: usize = 64 * 1024;
 
 /// How far a fit goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,7 +188,8 @@ impl Fitting {
 
     /// The turn of a warm agent loop, in a time bounded by what it adds: answered only when
     /// the body keeps every message of its conversation's previous request byte for byte and
-    /// adds at most [`MAX_APPENDED_BYTES`] ([`format::read_appended`]: nothing else is read),
+    /// has at most [`MAX_READ_IN_PLACE`] bytes besides them ([`format::read_appended`]: nothing
+    /// else is read),
     /// and the session answers it from its previous turn
     /// ([`Session::answer_appended`]); else `None`, and [`fit`](Fitting::fit) does the rest
     /// (what was read here is kept for it, so it reads nothing twice). Cheap enough to run in
@@ -217,15 +220,6 @@ impl Fitting {
         })?;
         let slot = self.parsed_slot(api, headers, text);
         let mut last = self.parsed.take(slot);
-        if reach == Reach::Appended {
-            let appended = last.as_ref().and_then(|last| body.len().checked_sub(last.body.len()));
-            if appended.is_none_or(|bytes| bytes > MAX_APPENDED_BYTES) {
-                if let Some(last) = last {
-                    self.parsed.put(slot, last);
-                }
-                return Ok(None);
-            }
-        }
         let known = last.as_mut().map(|last| std::mem::take(&mut last.fingerprints)).unwrap_or_default();
         let previous = last.as_mut().and_then(|last| {
             let listed = std::mem::take(&mut last.listed);
@@ -233,18 +227,22 @@ impl Fitting {
             Some(format::Previous { text, layout: &last.layout, listed })
         });
         let read = match (reach, previous) {
-            (Reach::Appended, Some(previous)) => match format::read_appended(text, api, previous) {
-                format::Appended::Read(read) => read,
-                format::Appended::NotAppended(previous) => {
-                    // held again as it was, for the whole fit to read what it can from it
-                    let listed = previous.listed;
-                    if let Some(mut last) = last {
-                        (last.listed, last.fingerprints) = (listed, known);
-                        self.parsed.put(slot, last);
+            (Reach::Appended, Some(previous)) => {
+                match format::read_appended(text, api, previous, MAX_READ_IN_PLACE) {
+                    format::Appended::Read(read) => Ok(read),
+                    // the whole fit reads it all, and answers what is wrong with it
+                    format::Appended::Unread => return Ok(None),
+                    format::Appended::NotAppended(previous) => {
+                        // held again as it was, for the whole fit to read what it can from it
+                        let listed = previous.listed;
+                        if let Some(mut last) = last {
+                            (last.listed, last.fingerprints) = (listed, known);
+                            self.parsed.put(slot, last);
+                        }
+                        return Ok(None);
                     }
-                    return Ok(None);
                 }
-            },
+            }
             (Reach::Appended, None) => return Ok(None),
             (Reach::Whole, previous) => format::read_request(text, api, previous),
         };

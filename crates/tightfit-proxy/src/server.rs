@@ -256,12 +256,21 @@ impl App {
         } else {
             // a warm turn in place (microseconds); the rest on the blocking pool
             let answered = match self.answer_in_place {
-                true => self.fitting.answer_appended(api, &parts.headers, &policy, &body)?,
+                // a panic is answered as the blocking pool's is, not by dropping the connection
+                true => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.fitting.answer_appended(api, &parts.headers, &policy, &body)
+                }))
+                .map_err(|_| {
+                    ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked")
+                })??,
                 false => None,
             };
             let outcome = match answered {
                 Some(outcome) => {
-                    self.metrics.in_place(route);
+                    // a request not fitted (no model, an unknown one) is not a turn
+                    if outcome.tokens.is_some() {
+                        self.metrics.in_place(route);
+                    }
                     outcome
                 }
                 None => {

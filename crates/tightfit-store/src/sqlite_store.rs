@@ -1,7 +1,7 @@
 //! The store itself: one SQLite connection behind a mutex, one statement per call.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, MAIN_DB};
@@ -82,18 +82,9 @@ impl SqliteStore {
         self.read_only
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // a panic while holding the lock cannot leave a transaction open: every call is one
-        // statement, committed or not by SQLite itself
-        self.connection.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Store for SqliteStore {
-    /// One indexed `SELECT`; never waits for a writer (WAL).
-    fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let loaded = self
-            .lock()
+    /// One indexed `SELECT` on `connection` (this store's, locked).
+    fn load_on(&self, connection: &Connection, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let loaded = connection
             .query_row("SELECT checkpoint FROM checkpoints WHERE key = ?1", [key], |row| {
                 row.get::<_, Vec<u8>>(0)
             })
@@ -107,6 +98,30 @@ impl Store for SqliteStore {
             }
             e => self.cx.sqlite(&format!("cannot load conversation {key}"), e),
         })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // a panic while holding the lock cannot leave a transaction open: every call is one
+        // statement, committed or not by SQLite itself
+        self.connection.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Store for SqliteStore {
+    /// One indexed `SELECT`; never waits for a writer (WAL).
+    fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.load_on(&self.lock(), key)
+    }
+
+    /// [`load`](Store::load), or `None` while this process's connection is in use (a save
+    /// holds it up to the busy timeout while another process writes).
+    fn try_load(&self, key: &str) -> Option<Result<Option<Vec<u8>>, StoreError>> {
+        let connection = match self.connection.try_lock() {
+            Ok(connection) => connection,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(self.load_on(&connection, key))
     }
 
     /// One `INSERT … ON CONFLICT DO UPDATE`, atomic; waits up to the busy timeout for
@@ -136,5 +151,22 @@ impl Store for SqliteStore {
     /// `sqlite:` and the path as it was given.
     fn describe(&self) -> String {
         self.cx.store.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn try_load_does_not_wait_for_the_connection_in_use() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(directory.path().join("s.db")).unwrap();
+        store.save("k", b"checkpoint").unwrap();
+        assert_eq!(store.try_load("k").unwrap().unwrap().as_deref(), Some(&b"checkpoint"[..]));
+        let held = store.lock();
+        assert!(store.try_load("k").is_none(), "the connection is in use");
+        drop(held);
+        assert_eq!(store.try_load("missing").unwrap().unwrap(), None);
     }
 }

@@ -919,3 +919,66 @@ fn answering_in_place_does_not_wait_for_a_busy_session() {
     let answered = session.answer_appended(&key, &next, &fingerprints).unwrap().expect("answered in place");
     assert_eq!(answered.messages.len(), next.messages.len());
 }
+
+/// A store whose reads are always busy for callers that will not wait
+/// ([`Store::try_load`]), as a file store is while a save holds its connection.
+#[derive(Debug, Default)]
+struct BusyStore(MemoryStore);
+
+impl Store for BusyStore {
+    fn load(&self, key: &str) -> Result<Option<Vec<u8>>, tightfit::session::StoreError> {
+        self.0.load(key)
+    }
+
+    fn try_load(&self, _: &str) -> Option<Result<Option<Vec<u8>>, tightfit::session::StoreError>> {
+        None
+    }
+
+    fn save(&self, key: &str, checkpoint: &[u8]) -> Result<(), tightfit::session::StoreError> {
+        self.0.save(key, checkpoint)
+    }
+
+    fn remove(&self, key: &str) -> Result<bool, tightfit::session::StoreError> {
+        self.0.remove(key)
+    }
+
+    fn describe(&self) -> String {
+        "busy".into()
+    }
+}
+
+/// On a shared store a turn is answered in place only while the checkpoint the session holds
+/// is the latest, known without waiting: a compaction by another process (a replica) sends
+/// its next turn to the whole fit, which takes the replica's decision; a store that is busy
+/// does too.
+#[test]
+fn answering_in_place_on_a_shared_store_needs_the_latest_checkpoint_known_at_once() {
+    let chats = conversations("data/chat_aider_sessions.jsonl", 40);
+    let chat = chats.iter().find(|c| c.messages.len() >= 6).expect("a chat of six messages");
+    let shared = Settings::default().with_shared_store(true);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let replica = |store: &Arc<dyn Store>| {
+        Session::new(target("gpt-4o", 4_000), Policy::cache(), Arc::clone(store))
+            .with_settings(shared.clone())
+            .unwrap()
+    };
+    let (one, other) = (replica(&store), replica(&store));
+    let fingerprints = |c: &Conversation| c.messages.iter().map(message_fingerprint).collect::<Vec<u128>>();
+    let in_place = |session: &Session, turn: &Conversation| {
+        session.answer_appended("k", turn, &fingerprints(turn)).unwrap().map(|f| f.report)
+    };
+    let (t1, t2, t3) = (prefix(chat, 2), prefix(chat, 4), prefix(chat, 6));
+    one.fit_keyed(Some("k"), &t1).unwrap();
+    let answered = in_place(&one, &t2).expect("no checkpoint anywhere: answered in place");
+    assert_eq!(answered, replica(&store).fit_keyed(Some("k"), &t2).unwrap().report);
+    // the other replica compacts the conversation (a long history under the same key)
+    let long = conversations("data/agent_mini_swe_deepseek.jsonl", 1).remove(0);
+    assert!(other.fit_keyed(Some("k"), &long).unwrap().report.session.unwrap().compacted);
+    assert!(in_place(&one, &t3).is_none(), "a newer checkpoint in the store is not answered in place");
+    // a store that cannot answer at once is not waited for
+    let busy: Arc<dyn Store> = Arc::new(BusyStore::default());
+    let waiting = replica(&busy);
+    waiting.fit_keyed(Some("k"), &t1).unwrap();
+    assert!(in_place(&waiting, &t2).is_none());
+    assert!(waiting.fit_keyed(Some("k"), &t2).is_ok());
+}

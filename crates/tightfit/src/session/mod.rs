@@ -484,10 +484,10 @@ impl Session {
     /// Answers the turn of conversation `key` only if it merely appends to the conversation's
     /// previous turn and can be answered from it (see `extend.rs`): the same answer
     /// [`fit_fingerprinted`](Session::fit_fingerprinted) gives, or `Ok(None)` for a turn that
-    /// needs it, and when the session is busy with another call (it does not wait for the
-    /// lock). It never compacts and never writes the store; it costs time in the new
-    /// messages, not in the history (on a shared store, plus a read of the checkpoint's
-    /// 16-byte version). What a caller on an async runtime can run in place, keeping the
+    /// needs it, and when the session or its store is busy with another call (it waits for
+    /// neither: [`Store::try_load`]). It never compacts and never writes the store; it costs
+    /// time in the new messages, not in the history (on a shared store, plus a read of the
+    /// checkpoint's 16-byte version, and of the checkpoint's absence before the first). What a caller on an async runtime can run in place, keeping the
     /// blocking pool for the turns that need it (the proxy). `fingerprints`: one
     /// [`message_fingerprint`] per message, in order (another length answers `None`).
     pub fn answer_appended<'a>(
@@ -509,7 +509,9 @@ impl Session {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return Ok(None),
         };
-        let (decision, _) = self.decision_of(&mut state, key)?;
+        let Some(decision) = self.held_decision_now(&state, key)? else {
+            return Ok(None);
+        };
         let tools = tools_hash(conversation);
         Ok(self.answered_from_previous(&mut state, key, &decision, tools, conversation, fingerprints))
     }
@@ -622,6 +624,34 @@ impl Session {
     fn lock(&self) -> MutexGuard<'_, State> {
         // a panic in another call leaves the state whole: decisions are replaced, not edited
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The decision [`decision_of`](Session::decision_of) would give for `key`, when it is the
+    /// one held and that is known without waiting for the store, and the conversation holds a
+    /// previous turn to answer from; else `None` (the caller takes the blocking path). A store
+    /// of this process alone: the one held. A shared one: the checkpoint's version, read with
+    /// [`Store::try_load`], is the held checkpoint's; or neither a version nor a checkpoint
+    /// is there and none is held (the initial decision).
+    fn held_decision_now(&self, state: &State, key: &str) -> Result<Option<Arc<Decision>>, StoreError> {
+        let Some(held) = state.conversations.get(key).filter(|held| held.previous.is_some()) else {
+            return Ok(None);
+        };
+        if !self.settings.shared_store {
+            return Ok(Some(Arc::clone(&held.decision)));
+        }
+        let Some(version) = self.store.try_load(&version_key(key)) else {
+            return Ok(None);
+        };
+        let latest = match (version?, held.checkpoint) {
+            (Some(version), Some(hash)) => version == version_of(hash).as_bytes(),
+            // no checkpoint yet, unless one without a version (an older build's) is there
+            (None, None) => match self.store.try_load(key) {
+                Some(checkpoint) => checkpoint?.is_none(),
+                None => false,
+            },
+            _ => false,
+        };
+        Ok(latest.then(|| Arc::clone(&held.decision)))
     }
 
     /// The current decision for `key`: in memory, else from the store, else the initial one.

@@ -78,24 +78,49 @@ pub fn read_request(
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Appended<'p> {
-    /// The body keeps every message of the previous request: read as [`read_request`] reads it.
-    Read(Result<ReadRequest, FormatError>),
-    /// It does not (an edit, a removal, another conversation): nothing was read, and the
-    /// previous reading is handed back untouched.
+    /// The body keeps every message of the previous request: read as [`read_request`]
+    /// reads it.
+    Read(ReadRequest),
+    /// It does not (an edit, a removal, another conversation), or it has more than the
+    /// bound to read: nothing was read, and the previous reading is handed back untouched.
     NotAppended(Previous<'p>),
+    /// It keeps them, but what is new does not read alone (a bad message, a changed
+    /// envelope): [`read_request`] reads the whole text and says what is wrong. The previous
+    /// reading is spent.
+    Unread,
 }
 
 /// [`read_request`] only for a body that keeps every message of `previous` byte for byte at
-/// its place (a turn that appends to it): then reading costs a comparison of the two texts
-/// and the reading of what is new, never the whole history. What a server can afford to do
+/// its place (a turn that appends to it), with at most `max_read` bytes besides them to read
+/// (the envelope and the new messages): then reading costs a comparison of the two texts and
+/// at most `max_read` bytes of JSON, never the whole history. What a server can afford to do
 /// in place on an async worker; any other body is left to [`read_request`].
-pub fn read_appended<'p>(text: &str, format: Format, previous: Previous<'p>) -> Appended<'p> {
+pub fn read_appended<'p>(
+    text: &str,
+    format: Format,
+    previous: Previous<'p>,
+    max_read: usize,
+) -> Appended<'p> {
+    let elements = previous.layout.elements();
+    let kept = elements.last().map_or(previous.layout.list().start, |last| last.end);
+    let first = elements.first().map_or(kept, |first| first.start);
+    let to_read = text.len().saturating_sub(kept - first);
+    if text.len() < kept || to_read > max_read {
+        return Appended::NotAppended(previous);
+    }
     let shared = shared_prefix(text.as_bytes(), previous.text.as_bytes());
-    let kept = previous.layout.elements().last().map_or(previous.layout.list().start, |last| last.end);
     if shared < kept {
         return Appended::NotAppended(previous);
     }
-    Appended::Read(read_sharing(text, format, Some((previous, shared))))
+    let Some(layout) = RequestLayout::find_after(text, format, Some((previous.layout, shared))) else {
+        return Appended::Unread;
+    };
+    match read_by_element(text, format, &layout, Some((previous, shared))) {
+        Some((conversation, reused)) => {
+            Appended::Read(ReadRequest { conversation, layout: Some(layout), reused })
+        }
+        None => Appended::Unread,
+    }
 }
 
 /// [`read_request`], the bytes `text` shares with the previous request counted.
@@ -207,12 +232,13 @@ mod tests {
     }
 
     /// Reads `now` after `then` by [`read_appended`].
-    fn appended_after(then: &str, now: &str) -> Result<Result<ReadRequest, FormatError>, Vec<Message>> {
+    fn appended_after(then: &str, now: &str) -> Result<Option<ReadRequest>, Vec<Message>> {
         let mut first = read_request(then, Format::OpenAi, None).unwrap();
         let listed = first.take_listed();
         let layout = first.layout.as_ref().unwrap();
-        match read_appended(now, Format::OpenAi, Previous { text: then, layout, listed }) {
-            Appended::Read(read) => Ok(read),
+        match read_appended(now, Format::OpenAi, Previous { text: then, layout, listed }, 1 << 20) {
+            Appended::Read(read) => Ok(Some(read)),
+            Appended::Unread => Ok(None),
             Appended::NotAppended(previous) => Err(previous.listed),
         }
     }
@@ -227,10 +253,17 @@ mod tests {
         assert_eq!(appended_after(&now, &now).unwrap().unwrap().reused, 3, "the same body again");
         let empty = body(&[]);
         assert_eq!(appended_after(&empty, &body(&[A])).unwrap().unwrap().reused, 0, "from an empty list");
-        // a new message that does not read is the whole reader's error
+        // a new message that does not read is left unread, for the whole reader's error
         let bad = body(&[A, r#"{"role": "user", "content": 7}"#]);
-        let whole = parse_str(&bad, FormatHint::Exactly(Format::OpenAi)).unwrap_err();
-        assert_eq!(appended_after(&body(&[A]), &bad).unwrap().unwrap_err().to_string(), whole.to_string());
+        assert!(appended_after(&body(&[A]), &bad).unwrap().is_none());
+        // more to read than the bound: handed back, nothing read
+        let mut first = read_request(&body(&[A]), Format::OpenAi, None).unwrap();
+        let (listed, layout) = (first.take_listed(), first.layout.clone().unwrap());
+        let then = body(&[A]);
+        let previous = Previous { text: &then, layout: &layout, listed };
+        let now = body(&[A, B, C]);
+        let bound = now.len() - A.len() - 1;
+        assert!(matches!(read_appended(&now, Format::OpenAi, previous, bound), Appended::NotAppended(_)));
         // an edit, a removal, another envelope before the list: nothing read, and the previous
         // reading handed back whole
         let previous = parse_str(&body(&[A, B, C]), FormatHint::Exactly(Format::OpenAi)).unwrap().messages;
