@@ -189,8 +189,7 @@ impl Fitting {
     /// The turn of a warm agent loop, in a time bounded by what it adds: answered only when
     /// the body keeps every message of its conversation's previous request byte for byte and
     /// has at most [`MAX_READ_IN_PLACE`] bytes besides them ([`format::read_appended`]: nothing
-    /// else is read),
-    /// and the session answers it from its previous turn
+    /// else is read), and the session answers it from its previous turn
     /// ([`Session::answer_appended`]); else `None`, and [`fit`](Fitting::fit) does the rest
     /// (what was read here is kept for it, so it reads nothing twice). Cheap enough to run in
     /// place on an async worker when the store reads locally: a hop to the blocking pool and
@@ -226,14 +225,20 @@ impl Fitting {
             let text = std::str::from_utf8(&last.body).ok()?;
             Some(format::Previous { text, layout: &last.layout, listed })
         });
-        let read = match (reach, previous) {
+        let mut read = match (reach, previous) {
+            (Reach::Whole, previous) => match format::read_request(text, api, previous) {
+                Ok(read) => read,
+                Err(e) => return self.unread(api, text, e).map(Some),
+            },
+            (Reach::Appended, None) => return Ok(None),
             (Reach::Appended, Some(previous)) => {
                 match format::read_appended(text, api, previous, MAX_READ_IN_PLACE) {
-                    format::Appended::Read(read) => Ok(read),
+                    format::Appended::Read(read) => read,
                     // the whole fit reads it all, and answers what is wrong with it
                     format::Appended::Unread => return Ok(None),
                     format::Appended::NotAppended(previous) => {
                         // held again as it was, for the whole fit to read what it can from it
+                        // (the listed messages moved out first: `previous` borrows `last`)
                         let listed = previous.listed;
                         if let Some(mut last) = last {
                             (last.listed, last.fingerprints) = (listed, known);
@@ -243,14 +248,6 @@ impl Fitting {
                     }
                 }
             }
-            (Reach::Appended, None) => return Ok(None),
-            (Reach::Whole, previous) => format::read_request(text, api, previous),
-        };
-        let mut read = match read {
-            Ok(read) => read,
-            // the whole fit reads it again, and answers what is wrong with it
-            Err(_) if reach == Reach::Appended => return Ok(None),
-            Err(e) => return self.unread(api, text, e).map(Some),
         };
         let Some(model_name) = read.conversation.request.as_ref().and_then(|r| r.model.clone()) else {
             // the upstream says what it thinks of a request without a model

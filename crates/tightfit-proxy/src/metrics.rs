@@ -4,8 +4,8 @@
 //! tokens before and after fitting (and saved), session turns by outcome (`unchanged`: sent
 //! as it came; `replayed`: the epoch's decision replayed, the prompt cache's prefix kept;
 //! `compacted`: a new epoch) and how many were answered in place from the conversation's
-//! previous turn (on the async worker, without the hop to the blocking pool), the input tokens the upstream billed and how many of them it read
-//! from its prompt cache (the measured cache reuse), the upstream's latency to its response
+//! previous turn (on the async worker, without the hop to the blocking pool), the input tokens
+//! the upstream billed and how many of them it read from its prompt cache (the measured cache reuse), the upstream's latency to its response
 //! headers and the proxy's own overhead before forwarding.
 
 use std::time::Duration;

@@ -213,12 +213,7 @@ async fn agent_loops_forward_what_the_engine_fits_though_each_turn_is_read_from_
         assert!(fitted_turns > 10, "{file} ({api:?}): {fitted_turns} of {} turns fitted", bodies.len());
         // the warm turns were answered in place, where the session extends turns (Chat
         // Completions and Anthropic; Responses turns are replayed on the blocking pool)
-        let metrics = client().get(url(&proxy, "/metrics")).send().await.unwrap().text().await.unwrap();
-        let in_place: usize = metrics
-            .lines()
-            .filter(|l| l.starts_with("tightfit_turns_in_place_total"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<usize>().ok())
-            .sum();
+        let in_place = turns_in_place(&proxy).await;
         match api {
             Format::Responses => assert_eq!(in_place, 0, "{file} ({api:?})"),
             _ => assert!(

@@ -122,6 +122,11 @@ impl PostgresStore {
 }
 
 impl Store for PostgresStore {
+    /// Never answers at once: every read is a round trip over the network.
+    fn try_load(&self, _key: &str) -> Option<Result<Option<Vec<u8>>, StoreError>> {
+        None
+    }
+
     /// One indexed `SELECT`.
     fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.run(&format!("cannot load {key}"), |c| {

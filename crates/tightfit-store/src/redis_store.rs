@@ -79,6 +79,11 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
+    /// Never answers at once: every read is a round trip over the network.
+    fn try_load(&self, _key: &str) -> Option<Result<Option<Vec<u8>>, StoreError>> {
+        None
+    }
+
     /// One `GET`.
     fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let key = format!("{PREFIX}{key}");

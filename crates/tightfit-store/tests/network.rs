@@ -30,6 +30,8 @@ fn keeps_bytes_whole(open: impl Fn() -> Arc<dyn Store>) {
     assert!(!a.remove("conversation-1").unwrap());
     assert_eq!(a.load("conversation-1").unwrap(), None);
     assert_eq!(b.load("offload/tf-0123").unwrap().as_deref(), Some(&b"kept"[..]), "other keys untouched");
+    // a network read always waits: a caller that must not block is told so, not served
+    assert!(a.try_load("offload/tf-0123").is_none());
 
     // writers on several threads and two handles, on few keys: every key ends whole
     std::thread::scope(|scope| {

@@ -22,10 +22,10 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The checkpoint saved under `key`, if any.
     fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
-    /// [`load`](Store::load) without waiting for the store: `None` when it is busy with
-    /// another call of this process (a file store's connection held by a write). For a caller
-    /// that must not block (an async server answering in place), which then takes its blocking
-    /// path. Defaults to `load`: a store whose reads never wait on its own writes.
+    /// [`load`](Store::load) without waiting: `None` when the store cannot answer at once (a
+    /// file store's connection held by a write; a network store, always). For a caller that
+    /// must not block (an async server answering in place), which then takes its blocking
+    /// path. Defaults to `load`: for a store in memory, whose reads never wait.
     fn try_load(&self, key: &str) -> Option<Result<Option<Vec<u8>>, StoreError>> {
         Some(self.load(key))
     }

@@ -487,8 +487,9 @@ impl Session {
     /// needs it, and when the session or its store is busy with another call (it waits for
     /// neither: [`Store::try_load`]). It never compacts and never writes the store; it costs
     /// time in the new messages, not in the history (on a shared store, plus a read of the
-    /// checkpoint's 16-byte version, and of the checkpoint's absence before the first). What a caller on an async runtime can run in place, keeping the
-    /// blocking pool for the turns that need it (the proxy). `fingerprints`: one
+    /// checkpoint's 16-byte version, and of the checkpoint's absence before the first). What
+    /// a caller on an async runtime can run in place, keeping the blocking pool for the turns
+    /// that need it (the proxy). `fingerprints`: one
     /// [`message_fingerprint`] per message, in order (another length answers `None`).
     pub fn answer_appended<'a>(
         &self,

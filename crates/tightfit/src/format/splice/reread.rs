@@ -69,7 +69,22 @@ pub fn read_request(
         let shared = shared_prefix(text.as_bytes(), p.text.as_bytes());
         (p, shared)
     });
-    read_sharing(text, format, previous)
+    let layout =
+        RequestLayout::find_after(text, format, previous.as_ref().map(|(p, shared)| (p.layout, *shared)));
+    let Some(layout) = layout else {
+        return Ok(ReadRequest {
+            conversation: parse_str(text, FormatHint::Exactly(format))?,
+            layout: None,
+            reused: 0,
+        });
+    };
+    match read_by_element(text, format, &layout, previous) {
+        Some((conversation, reused)) => Ok(ReadRequest { conversation, layout: Some(layout), reused }),
+        None => {
+            let conversation = parse_str(text, FormatHint::Exactly(format))?;
+            Ok(ReadRequest { conversation, layout: Some(layout), reused: 0 })
+        }
+    }
 }
 
 /// What [`read_appended`] did.
@@ -120,30 +135,6 @@ pub fn read_appended<'p>(
             Appended::Read(ReadRequest { conversation, layout: Some(layout), reused })
         }
         None => Appended::Unread,
-    }
-}
-
-/// [`read_request`], the bytes `text` shares with the previous request counted.
-fn read_sharing(
-    text: &str,
-    format: Format,
-    previous: Option<(Previous<'_>, usize)>,
-) -> Result<ReadRequest, FormatError> {
-    let layout =
-        RequestLayout::find_after(text, format, previous.as_ref().map(|(p, shared)| (p.layout, *shared)));
-    let Some(layout) = layout else {
-        return Ok(ReadRequest {
-            conversation: parse_str(text, FormatHint::Exactly(format))?,
-            layout: None,
-            reused: 0,
-        });
-    };
-    match read_by_element(text, format, &layout, previous) {
-        Some((conversation, reused)) => Ok(ReadRequest { conversation, layout: Some(layout), reused }),
-        None => {
-            let conversation = parse_str(text, FormatHint::Exactly(format))?;
-            Ok(ReadRequest { conversation, layout: Some(layout), reused: 0 })
-        }
     }
 }
 
