@@ -10,7 +10,9 @@ use tightfit::message::Message;
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
 use tightfit::repair::ABORTED_RESULT;
-use tightfit::session::{MemoryStore, Policy, Session, SessionError, Settings, Store, StoreErrorKind};
+use tightfit::session::{
+    store_keys, MemoryStore, Peeked, Policy, Session, SessionError, Settings, Store, StoreErrorKind,
+};
 use tightfit::tokens::message_fingerprint;
 use tightfit::units::{message_ends, turn_ends};
 use tightfit::validate::validate;
@@ -981,4 +983,57 @@ fn answering_in_place_on_a_shared_store_needs_the_latest_checkpoint_known_at_onc
     waiting.fit_keyed(Some("k"), &t1).unwrap();
     assert!(in_place(&waiting, &t2).is_none());
     assert!(waiting.fit_keyed(Some("k"), &t2).is_ok());
+}
+
+/// On a store whose reads wait on the network, a caller that must not wait (the proxy's
+/// async worker) reads the checkpoint's version and presence beforehand, with its own async
+/// client, and hands them over: the turn is answered in place exactly when the decision held
+/// is the one those reads show, with the answer of a replica that reads the store itself.
+#[test]
+fn answering_in_place_from_the_store_read_beforehand_needs_the_latest_checkpoint() {
+    // reads never answer at once: only what the caller read lets a turn be answered in place
+    let store = Arc::new(BusyStore::default());
+    let shared: Arc<dyn Store> = store.clone();
+    let replica = || {
+        Session::new(target("gpt-4o", 4_000), Policy::cache(), Arc::clone(&shared))
+            .with_settings(Settings::default().with_shared_store(true))
+            .unwrap()
+    };
+    let peek = |key: &str| {
+        let keys = store_keys(key);
+        Peeked {
+            key: key.to_string(),
+            version: store.load(&keys.version).unwrap(),
+            has_checkpoint: store.load(&keys.checkpoint).unwrap().is_some(),
+        }
+    };
+    let fingerprints = |c: &Conversation| c.messages.iter().map(message_fingerprint).collect::<Vec<u128>>();
+    let in_place = |session: &Session, turn: &Conversation, peeked: &Peeked| {
+        session.answer_appended_peeked("k", turn, &fingerprints(turn), peeked).unwrap().map(|f| f.report)
+    };
+    let chats = conversations("data/chat_aider_sessions.jsonl", 40);
+    let chat = chats.iter().find(|c| c.messages.len() >= 6).expect("a chat of six messages");
+    let (one, other) = (replica(), replica());
+    let (t1, t2, t3) = (prefix(chat, 2), prefix(chat, 4), prefix(chat, 6));
+    one.fit_keyed(Some("k"), &t1).unwrap();
+    assert!(one.answer_appended("k", &t2, &fingerprints(&t2)).unwrap().is_none(), "the store is busy");
+    let answered = in_place(&one, &t2, &peek("k")).expect("no version, no checkpoint: the initial decision");
+    assert_eq!(answered, replica().fit_keyed(Some("k"), &t2).unwrap().report);
+    // reads made for another conversation say nothing of this one
+    assert!(in_place(&one, &t3, &peek("another")).is_none());
+    let mut stale = peek("k");
+    stale.has_checkpoint = true;
+    assert!(in_place(&one, &t3, &stale).is_none(), "a checkpoint without a version: the whole path");
+    // the other replica compacts the conversation: what is read now shows it
+    let long = conversations("data/agent_mini_swe_deepseek.jsonl", 1).remove(0);
+    let before = prefix(&long, long.messages.len() - 2);
+    assert!(other.fit_keyed(Some("k"), &before).unwrap().report.session.unwrap().compacted);
+    assert!(in_place(&one, &t3, &peek("k")).is_none(), "a newer checkpoint is not answered in place");
+    // the replica holding the latest checkpoint (and a turn fitted under it) answers its
+    // next turn in place, as a replica reading the checkpoint from the store does
+    let turn = prefix(&long, long.messages.len() - 1);
+    assert!(!other.fit_keyed(Some("k"), &turn).unwrap().report.session.unwrap().compacted);
+    let next = prefix(&long, long.messages.len());
+    let answered = in_place(&other, &next, &peek("k")).expect("the latest checkpoint is the one held");
+    assert_eq!(answered, replica().fit_keyed(Some("k"), &next).unwrap().report);
 }

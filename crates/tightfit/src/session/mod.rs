@@ -497,6 +497,34 @@ impl Session {
         conversation: &'a Conversation,
         fingerprints: &[u128],
     ) -> Result<Option<Fitted<'a>>, SessionError> {
+        self.answer_in_place(key, conversation, fingerprints, None)
+    }
+
+    /// [`answer_appended`](Session::answer_appended) on a shared store whose reads wait on
+    /// the network (Redis, PostgreSQL), for a caller that read what the session needs of it
+    /// beforehand without blocking (an async client: [`Peeked`], at the keys
+    /// [`store_keys`] names): the store is not read here. `peeked` read for another
+    /// conversation answers `None`. On a store of this process alone, `peeked` is not needed
+    /// and not read.
+    pub fn answer_appended_peeked<'a>(
+        &self,
+        key: &str,
+        conversation: &'a Conversation,
+        fingerprints: &[u128],
+        peeked: &Peeked,
+    ) -> Result<Option<Fitted<'a>>, SessionError> {
+        self.answer_in_place(key, conversation, fingerprints, Some(peeked))
+    }
+
+    /// [`answer_appended`](Session::answer_appended), reading the store's version of the
+    /// checkpoint from `peeked` when given, else with [`Store::try_load`].
+    fn answer_in_place<'a>(
+        &self,
+        key: &str,
+        conversation: &'a Conversation,
+        fingerprints: &[u128],
+        peeked: Option<&Peeked>,
+    ) -> Result<Option<Fitted<'a>>, SessionError> {
         if fingerprints.len() != conversation.messages.len() {
             return Ok(None);
         }
@@ -510,7 +538,7 @@ impl Session {
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => return Ok(None),
         };
-        let Some(decision) = self.held_decision_now(&state, key)? else {
+        let Some(decision) = self.held_decision_now(&state, key, peeked)? else {
             return Ok(None);
         };
         let tools = tools_hash(conversation);
@@ -632,13 +660,28 @@ impl Session {
     /// previous turn to answer from; else `None` (the caller takes the blocking path). A store
     /// of this process alone: the one held. A shared one: the checkpoint's version, read with
     /// [`Store::try_load`], is the held checkpoint's; or neither a version nor a checkpoint
-    /// is there and none is held (the initial decision).
-    fn held_decision_now(&self, state: &State, key: &str) -> Result<Option<Arc<Decision>>, StoreError> {
+    /// is there and none is held (the initial decision). `peeked`: what the caller read of
+    /// the store for `key` beforehand, read instead of the store.
+    fn held_decision_now(
+        &self,
+        state: &State,
+        key: &str,
+        peeked: Option<&Peeked>,
+    ) -> Result<Option<Arc<Decision>>, StoreError> {
         let Some(held) = state.conversations.get(key).filter(|held| held.previous.is_some()) else {
             return Ok(None);
         };
         if !self.settings.shared_store {
             return Ok(Some(Arc::clone(&held.decision)));
+        }
+        if let Some(peeked) = peeked {
+            let latest = peeked.key == key
+                && match (&peeked.version, held.checkpoint) {
+                    (Some(version), Some(hash)) => version.as_slice() == version_of(hash).as_bytes(),
+                    (None, None) => !peeked.has_checkpoint,
+                    _ => false,
+                };
+            return Ok(latest.then(|| Arc::clone(&held.decision)));
         }
         let Some(version) = self.store.try_load(&version_key(key)) else {
             return Ok(None);
@@ -757,6 +800,35 @@ impl State {
             }
         }
     }
+}
+
+/// The store keys a session reads for conversation `key` to know whether the decision it
+/// holds is the latest (see [`Session::answer_appended_peeked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreKeys {
+    /// The key of the conversation's checkpoint.
+    pub checkpoint: String,
+    /// The key of its version (16 bytes, written before the checkpoint).
+    pub version: String,
+}
+
+/// The store keys of conversation `key`.
+pub fn store_keys(key: &str) -> StoreKeys {
+    StoreKeys { checkpoint: key.to_string(), version: version_key(key) }
+}
+
+/// What a caller read of a shared store for one conversation, at its [`StoreKeys`], before
+/// asking [`Session::answer_appended_peeked`]: the bytes at the version key, and whether a
+/// checkpoint is there (its bytes are not needed: a checkpoint without a version is one an
+/// older build wrote, and the turn then takes the whole path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peeked {
+    /// The conversation key the reads were for.
+    pub key: String,
+    /// The bytes at [`StoreKeys::version`], if any.
+    pub version: Option<Vec<u8>>,
+    /// Whether [`StoreKeys::checkpoint`] holds anything.
+    pub has_checkpoint: bool,
 }
 
 /// The store key under which the version of conversation `key`'s checkpoint is kept.
