@@ -3,7 +3,8 @@
 //! features `redis` and `postgres`, [`RedisStore`] and [`PostgresStore`] for processes on
 //! several machines (proxy replicas behind a load balancer). [`StoreSpec`] reads a store's
 //! address as users write it (`sessions.db`, `memory`, `redis://…`, `postgres://…`) and opens
-//! it.
+//! it. With the feature `peek` as well, a [`Peeker`] reads what a session needs of those two
+//! stores to answer a turn without blocking a thread (an async client beside the store's).
 //!
 //! ```
 //! use tightfit_store::{SqliteStore, Store};
@@ -56,6 +57,8 @@
 
 mod error;
 mod options;
+#[cfg(all(feature = "peek", any(feature = "redis", feature = "postgres")))]
+mod peek;
 #[cfg(any(feature = "redis", feature = "postgres"))]
 mod pool;
 #[cfg(feature = "postgres")]
@@ -68,6 +71,8 @@ mod sqlite_store;
 mod url;
 
 pub use options::SqliteOptions;
+#[cfg(all(feature = "peek", any(feature = "redis", feature = "postgres")))]
+pub use peek::Peeker;
 #[cfg(feature = "postgres")]
 pub use postgres_store::PostgresStore;
 #[cfg(feature = "redis")]

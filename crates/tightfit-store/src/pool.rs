@@ -63,6 +63,7 @@ impl<C> Pool<C> {
     }
 
     /// Every idle connection, taken out (to close them where the caller chooses).
+    #[cfg(feature = "postgres")]
     pub(crate) fn drain(&self) -> Vec<C> {
         std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner))
     }

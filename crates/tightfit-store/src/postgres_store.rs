@@ -256,7 +256,7 @@ fn foreign(name: &str, what: &str) -> StoreError {
 
 /// `postgres://user@host:port/db` from a configuration: what a person needs to find the
 /// store, never the password.
-fn describe(config: &Config) -> String {
+pub(crate) fn describe(config: &Config) -> String {
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(host)) => host.clone(),
         Some(Host::Unix(path)) => path.display().to_string(),

@@ -11,6 +11,11 @@ use crate::url::redacted;
 
 /// Every key the store writes starts with this, so one Redis database can hold other data.
 const PREFIX: &str = "tightfit:";
+/// The Redis key of the store's `key`.
+pub(crate) fn redis_key(key: &str) -> String {
+    format!("{PREFIX}{key}")
+}
+
 /// The key holding the layout's version.
 const VERSION_KEY: &str = "tightfit:schema";
 /// How long connecting, and waiting for one answer, may take before a call fails with
@@ -86,13 +91,13 @@ impl Store for RedisStore {
 
     /// One `GET`.
     fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let key = format!("{PREFIX}{key}");
+        let key = redis_key(key);
         self.run(&format!("cannot load {key}"), |c| redis::cmd("GET").arg(&key).query(c))
     }
 
     /// One `SET`, atomic.
     fn save(&self, key: &str, checkpoint: &[u8]) -> Result<(), StoreError> {
-        let key = format!("{PREFIX}{key}");
+        let key = redis_key(key);
         self.run(&format!("cannot save {key}"), |c| {
             redis::cmd("SET").arg(&key).arg(checkpoint).query::<()>(c)
         })
@@ -100,7 +105,7 @@ impl Store for RedisStore {
 
     /// One `DEL`.
     fn remove(&self, key: &str) -> Result<bool, StoreError> {
-        let key = format!("{PREFIX}{key}");
+        let key = redis_key(key);
         self.run(&format!("cannot remove {key}"), |c| redis::cmd("DEL").arg(&key).query::<u64>(c))
             .map(|n| n > 0)
     }
@@ -146,7 +151,7 @@ fn check_version(connection: &mut Connection, name: &str) -> Result<(), StoreErr
 }
 
 /// A Redis error as the store's error: what was being done, and the kind callers act on.
-fn classify(name: &str, doing: &str, e: &RedisError, otherwise: StoreErrorKind) -> StoreError {
+pub(crate) fn classify(name: &str, doing: &str, e: &RedisError, otherwise: StoreErrorKind) -> StoreError {
     let kind = match e.code() {
         Some("READONLY") => StoreErrorKind::ReadOnly,
         Some("NOAUTH" | "WRONGPASS" | "NOPERM") => StoreErrorKind::Open,

@@ -60,6 +60,55 @@ fn fails_fast_when_gone(store: &dyn Store) {
     assert_eq!(store.save("conversation-1", b"x").unwrap_err().kind, StoreErrorKind::Unavailable);
 }
 
+/// What a session needs of a shared store to answer a turn in place, read by the async
+/// [`Peeker`](tightfit_store::Peeker) as the store itself holds it: the version's bytes and
+/// whether the checkpoint is there, per conversation; after a restart of the server
+/// (`restart`) the peeker connects again by itself; once the server is gone (`stop`), a
+/// peek fails within its timeout, never hangs.
+#[cfg(feature = "peek")]
+fn peeks_what_the_store_holds(url: &str, restart: impl FnOnce(), stop: impl FnOnce()) {
+    use tightfit::session::{store_keys, Peeked};
+    use tightfit_store::Peeker;
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = open(url);
+    let peeker =
+        runtime.block_on(Peeker::open(&StoreSpec::parse(url).unwrap())).unwrap().expect("a network store");
+    let peek = |key: &str| runtime.block_on(peeker.peek(key));
+    let nothing = |key: &str| Peeked { key: key.into(), version: None, has_checkpoint: false };
+    assert_eq!(peek("c1").unwrap(), nothing("c1"));
+    let keys = store_keys("c1");
+    store.save(&keys.version, b"00c0ffee00c0ffee").unwrap();
+    assert_eq!(peek("c1").unwrap().version.as_deref(), Some(&b"00c0ffee00c0ffee"[..]));
+    assert!(!peek("c1").unwrap().has_checkpoint, "the version is written first");
+    store.save(&keys.checkpoint, &checkpoint(1, 7)).unwrap();
+    let peeked = peek("c1").unwrap();
+    assert_eq!((peeked.key.as_str(), peeked.has_checkpoint), ("c1", true));
+    assert_eq!(peek("c2").unwrap(), nothing("c2"), "another conversation");
+    // a checkpoint an older build wrote, without a version
+    store.save("c3", b"old").unwrap();
+    assert_eq!(peek("c3").unwrap(), Peeked { has_checkpoint: true, ..nothing("c3") });
+
+    restart();
+    // a peek or two may fail while the connection is made again; then they answer
+    let started = Instant::now();
+    let after = loop {
+        match peek("c1") {
+            Ok(peeked) => break peeked,
+            Err(e) => assert!(started.elapsed() < Duration::from_secs(20), "no reconnect: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(after.key, "c1");
+    store.save(&keys.version, b"0123456789abcdef").unwrap();
+    assert_eq!(peek("c1").unwrap().version.as_deref(), Some(&b"0123456789abcdef"[..]));
+
+    stop();
+    let started = Instant::now();
+    assert!(peek("c1").is_err());
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+}
+
 #[cfg(feature = "redis")]
 mod redis {
     use super::*;
@@ -87,6 +136,18 @@ mod redis {
         assert_eq!(store.load("a").unwrap().as_deref(), Some(&b"two"[..]));
         drop(server);
         fails_fast_when_gone(store.as_ref());
+    }
+
+    #[cfg(feature = "peek")]
+    #[test]
+    fn an_async_peeker_reads_the_versions_and_reconnects() {
+        let server = std::cell::RefCell::new(Some(Redis::start()));
+        let url = server.borrow().as_ref().unwrap().url();
+        peeks_what_the_store_holds(
+            &url,
+            || server.borrow_mut().as_mut().unwrap().restart(),
+            || drop(server.borrow_mut().take()),
+        );
     }
 
     #[test]
@@ -145,6 +206,18 @@ mod postgres {
         assert_eq!(store.load("a").unwrap().as_deref(), Some(&b"committed"[..]));
         drop(server);
         fails_fast_when_gone(store.as_ref());
+    }
+
+    #[cfg(feature = "peek")]
+    #[test]
+    fn an_async_peeker_reads_the_versions_and_reconnects() {
+        let server = std::cell::RefCell::new(Some(Postgres::start()));
+        let url = server.borrow().as_ref().unwrap().url();
+        peeks_what_the_store_holds(
+            &url,
+            || server.borrow_mut().as_mut().unwrap().restart(),
+            || drop(server.borrow_mut().take()),
+        );
     }
 
     #[test]

@@ -1,0 +1,231 @@
+//! Reading what a session needs of a network store to answer a turn in place, without
+//! blocking a thread: the checkpoint's version and whether a checkpoint is there
+//! ([`Peeked`]), in one round trip of an async client beside the store's own synchronous one.
+//!
+//! Why: the proxy answers a warm turn on the async worker that received it (a hop to the
+//! blocking pool and back costs more than the turn), but [`RedisStore`](crate::RedisStore)
+//! and [`PostgresStore`](crate::PostgresStore) block on every read, so their turns took the
+//! hop. With a [`Peeker`] the worker awaits the two reads instead, then asks
+//! [`Session::answer_appended_peeked`](tightfit::session::Session::answer_appended_peeked).
+//! A peek never writes; what the store holds is written by the store itself.
+
+use std::time::Duration;
+
+use tightfit::session::{store_keys, Peeked, StoreError, StoreErrorKind};
+
+use crate::StoreSpec;
+
+/// How long connecting may take before [`Peeker::open`] or a reconnecting peek fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An async reader of a Redis or PostgreSQL store's checkpoint versions (feature `peek`).
+/// Cloning shares the connection. Costs one connection to the server per peeker.
+#[derive(Clone)]
+pub struct Peeker {
+    client: Client,
+    name: String,
+}
+
+impl std::fmt::Debug for Peeker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peeker").field("store", &self.name).finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+enum Client {
+    #[cfg(feature = "redis")]
+    Redis(redis::aio::ConnectionManager),
+    #[cfg(feature = "postgres")]
+    Postgres(std::sync::Arc<postgres_peek::Reconnecting>),
+}
+
+impl Peeker {
+    /// A peeker of the store `spec` names, connected; `None` for a store whose reads answer
+    /// at once (in memory, an SQLite file: [`Store::try_load`](tightfit::session::Store::try_load)
+    /// answers them). Call it on a tokio runtime: the connection is driven by a task of it.
+    ///
+    /// Fails with [`StoreErrorKind::Open`] or `Unavailable`, as opening the store does.
+    pub async fn open(spec: &StoreSpec) -> Result<Option<Peeker>, StoreError> {
+        match spec {
+            StoreSpec::Memory | StoreSpec::Sqlite(_) => Ok(None),
+            #[cfg(feature = "redis")]
+            StoreSpec::Redis(url) => redis_peek::open(url).await.map(Some),
+            #[cfg(feature = "postgres")]
+            StoreSpec::Postgres(url) => postgres_peek::open(url).await.map(Some),
+            #[allow(unreachable_patterns)]
+            StoreSpec::Redis(url) | StoreSpec::Postgres(url) => Err(StoreError::new(
+                StoreErrorKind::Open,
+                crate::url::redacted(url),
+                "this build has no client for this store",
+            )),
+        }
+    }
+
+    /// What conversation `key`'s session needs of the store now: one round trip. A broken
+    /// connection fails this peek (`Unavailable`) and is made again by the next.
+    pub async fn peek(&self, key: &str) -> Result<Peeked, StoreError> {
+        let keys = store_keys(key);
+        let (version, has_checkpoint) = match &self.client {
+            #[cfg(feature = "redis")]
+            Client::Redis(connection) => redis_peek::peek(connection.clone(), &keys, &self.name).await?,
+            #[cfg(feature = "postgres")]
+            Client::Postgres(client) => client.peek(&keys).await?,
+        };
+        Ok(Peeked { key: key.to_string(), version, has_checkpoint })
+    }
+
+    /// The store, as [`Store::describe`](tightfit::session::Store::describe) names it.
+    pub fn describe(&self) -> &str {
+        &self.name
+    }
+}
+
+#[cfg(feature = "redis")]
+mod redis_peek {
+    use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+    use tightfit::session::{StoreError, StoreErrorKind, StoreKeys};
+
+    use super::{Client, Peeker, CONNECT_TIMEOUT};
+    use crate::redis_store::{classify, redis_key};
+    use crate::url::redacted;
+
+    pub(super) async fn open(url: &str) -> Result<Peeker, StoreError> {
+        let name = redacted(url);
+        let client = redis::Client::open(url).map_err(|e| {
+            StoreError::new(StoreErrorKind::Open, name.clone(), format!("not a Redis URL: {e}"))
+        })?;
+        // a peek that cannot be answered soon is not worth waiting for: the turn takes the
+        // blocking path, whose client has the store's own timeouts
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(CONNECT_TIMEOUT))
+            .set_number_of_retries(1);
+        let connection = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(|e| classify(&name, "cannot connect", &e, StoreErrorKind::Open))?;
+        Ok(Peeker { client: Client::Redis(connection), name })
+    }
+
+    /// `GET` of the version and `EXISTS` of the checkpoint, pipelined.
+    pub(super) async fn peek(
+        mut connection: ConnectionManager,
+        keys: &StoreKeys,
+        name: &str,
+    ) -> Result<(Option<Vec<u8>>, bool), StoreError> {
+        redis::pipe()
+            .get(redis_key(&keys.version))
+            .exists(redis_key(&keys.checkpoint))
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| {
+                classify(
+                    name,
+                    &format!("cannot read the version of {}", keys.checkpoint),
+                    &e,
+                    StoreErrorKind::Other,
+                )
+            })
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres_peek {
+    use std::sync::{Arc, Mutex};
+
+    use tightfit::session::{StoreError, StoreErrorKind, StoreKeys};
+    use tokio_postgres::{Client as PgClient, Config, NoTls, Statement};
+
+    use super::{Client, Peeker, CONNECT_TIMEOUT};
+    use crate::postgres_store::describe;
+
+    /// Both reads in one statement: the version's bytes, and whether the checkpoint exists.
+    const PEEK: &str = "SELECT (SELECT checkpoint FROM tightfit_checkpoints WHERE key = $1), \
+                        EXISTS (SELECT 1 FROM tightfit_checkpoints WHERE key = $2)";
+
+    /// A client that connects again after its connection broke (a server restart).
+    pub(super) struct Reconnecting {
+        config: Config,
+        name: String,
+        current: Mutex<Option<Arc<(PgClient, Statement)>>>,
+        /// One reconnection at a time; the others' peeks fail meanwhile.
+        connecting: tokio::sync::Mutex<()>,
+    }
+
+    pub(super) async fn open(url: &str) -> Result<Peeker, StoreError> {
+        let mut config: Config = url.parse().map_err(|e| {
+            StoreError::new(
+                StoreErrorKind::Open,
+                crate::url::redacted(url),
+                format!("not a PostgreSQL URL: {e}"),
+            )
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_options().is_none() {
+            let millis = CONNECT_TIMEOUT.as_millis();
+            config.options(format!("-c statement_timeout={millis}"));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("tightfit-peek");
+        }
+        let name = describe(&postgres::Config::from(config.clone()));
+        let client = Reconnecting {
+            config,
+            name: name.clone(),
+            current: Mutex::new(None),
+            connecting: Default::default(),
+        };
+        let connected =
+            client.connect().await.map_err(|e| StoreError::new(StoreErrorKind::Open, name.clone(), e))?;
+        *client.lock() = Some(connected);
+        Ok(Peeker { client: Client::Postgres(Arc::new(client)), name })
+    }
+
+    impl Reconnecting {
+        fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<(PgClient, Statement)>>> {
+            self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
+
+        async fn connect(&self) -> Result<Arc<(PgClient, Statement)>, String> {
+            let (client, connection) =
+                self.config.connect(NoTls).await.map_err(|e| format!("cannot connect: {e}"))?;
+            // the connection's task ends when the client is dropped or the server goes
+            tokio::spawn(connection);
+            let statement = client.prepare(PEEK).await.map_err(|e| format!("cannot prepare: {e}"))?;
+            Ok(Arc::new((client, statement)))
+        }
+
+        /// The connected client, connecting again when there is none or it closed.
+        async fn client(&self) -> Result<Arc<(PgClient, Statement)>, StoreError> {
+            let current = self.lock().clone();
+            if let Some(current) = current.filter(|c| !c.0.is_closed()) {
+                return Ok(current);
+            }
+            let unavailable =
+                |reason: String| StoreError::new(StoreErrorKind::Unavailable, self.name.clone(), reason);
+            let Ok(_one) = self.connecting.try_lock() else {
+                return Err(unavailable("reconnecting".into()));
+            };
+            let connected = self.connect().await.map_err(unavailable)?;
+            *self.lock() = Some(Arc::clone(&connected));
+            Ok(connected)
+        }
+
+        pub(super) async fn peek(&self, keys: &StoreKeys) -> Result<(Option<Vec<u8>>, bool), StoreError> {
+            let client = self.client().await?;
+            let (client, statement) = &*client;
+            let row = client.query_one(statement, &[&keys.version, &keys.checkpoint]).await.map_err(|e| {
+                let kind =
+                    if client.is_closed() { StoreErrorKind::Unavailable } else { StoreErrorKind::Other };
+                StoreError::new(
+                    kind,
+                    self.name.clone(),
+                    format!("cannot read the version of {}: {e}", keys.checkpoint),
+                )
+            })?;
+            Ok((row.get::<_, Option<Vec<u8>>>(0), row.get::<_, bool>(1)))
+        }
+    }
+}
