@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 use axum::http::HeaderMap;
 use bytes::Bytes;
 use tightfit::fit::{FitError, Target};
-use tightfit::format::{self, FormatHint};
+use tightfit::format::{self, Conversation, FormatHint};
 use tightfit::models::Registry;
 use tightfit::pricing::Pricing;
-use tightfit::session::{Policy, Session, SessionError, Settings};
+use tightfit::session::{Peeked, Policy, Session, SessionError, Settings};
 use tightfit::store::{Store, StoreErrorKind};
 use tightfit::tokens::message_fingerprint;
 use tightfit::Format;
@@ -42,11 +42,12 @@ pub const MAX_READ_IN_PLACE: usize = 64 * 1024;
 
 /// How far a fit goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
+enum Reach<'p> {
     /// Every request answered: read whole if need be, replayed or compacted.
     Whole,
-    /// Only a turn that appends to its conversation's previous one, answered from it.
-    Appended,
+    /// Only a turn that appends to its conversation's previous one, answered from it; on a
+    /// network store, from what was read of it beforehand (`None`: the store's `try_load`).
+    Appended(Option<&'p Peeked>),
 }
 
 /// What fitting a request gave.
@@ -195,20 +196,33 @@ impl Fitting {
     /// place on an async worker when the store reads locally: a hop to the blocking pool and
     /// back costs more than the turn (two thread wake-ups, and the tail of a busy machine's
     /// scheduling).
+    /// On a store read over the network, `peeked` is what an async client read of it for
+    /// the conversation (the one [`previous_key`](Fitting::previous_key) names): the turn is
+    /// answered only if that is the conversation the body turns out to continue.
     pub fn answer_appended(
         &self,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
         body: &Bytes,
+        peeked: Option<&Peeked>,
     ) -> Result<Option<Outcome>, ApiError> {
-        self.fit_reaching(Reach::Appended, api, headers, policy, body)
+        self.fit_reaching(Reach::Appended(peeked), api, headers, policy, body)
+    }
+
+    /// The session key of the conversation this body most likely continues: the key its
+    /// slot's previous request was fitted under (`None`: none held). What an async caller
+    /// reads the store for before [`answer_appended`](Fitting::answer_appended); a few
+    /// microseconds (the slot's keyed hash of the body's head).
+    pub fn previous_key(&self, api: Format, headers: &HeaderMap, body: &Bytes) -> Option<String> {
+        let text = std::str::from_utf8(body).ok()?;
+        self.parsed.key_of(self.parsed_slot(api, headers, text))
     }
 
     /// [`fit`](Fitting::fit) or [`answer_appended`](Fitting::answer_appended), as `reach` says.
     fn fit_reaching(
         &self,
-        reach: Reach,
+        reach: Reach<'_>,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
@@ -230,8 +244,8 @@ impl Fitting {
                 Ok(read) => read,
                 Err(e) => return self.unread(api, text, e).map(Some),
             },
-            (Reach::Appended, None) => return Ok(None),
-            (Reach::Appended, Some(previous)) => {
+            (Reach::Appended(_), None) => return Ok(None),
+            (Reach::Appended(_), Some(previous)) => {
                 match format::read_appended(text, api, previous, MAX_READ_IN_PLACE) {
                     format::Appended::Read(read) => read,
                     // the whole fit reads it all, and answers what is wrong with it
@@ -257,14 +271,16 @@ impl Fitting {
             return Ok(Some(Outcome::skipped(format!("none (unknown model {model_name:?})"))));
         };
         let mut fingerprints = fingerprints_of(&read, &known);
+        let key = self.session_key(api, headers, &read.conversation)?;
         let reading = Reading { text, read: &read, fingerprints: &fingerprints };
-        let outcome = self.fit_read(reach, api, headers, policy, reading, model)?;
+        let outcome = self.fit_read(reach, api, policy, reading, model, &key)?;
         // held whether or not the turn was answered: a whole fit of the same body after an
         // appended one that was not reads it all from this reading
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
             let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());
-            self.parsed.put(slot, Parsed { body: body.clone(), layout, listed, fingerprints });
+            self.parsed
+                .put(slot, Parsed { body: body.clone(), layout, listed, fingerprints, key: Some(key) });
         }
         Ok(outcome)
     }
@@ -305,24 +321,14 @@ impl Fitting {
         u128::from_str_radix(&key, 16).unwrap_or(0)
     }
 
-    /// Fits a request, read, for `model` (`None`: `reach` is [`Reach::Appended`] and the
-    /// session did not answer it so).
-    fn fit_read(
+    /// The session key of a conversation: its `x-tightfit-session`, else its first messages,
+    /// within the route and the caller's credentials.
+    fn session_key(
         &self,
-        reach: Reach,
         api: Format,
         headers: &HeaderMap,
-        policy: &str,
-        request: Reading<'_>,
-        model: &'static tightfit::models::ModelInfo,
-    ) -> Result<Option<Outcome>, ApiError> {
-        let Reading { text, read, fingerprints } = request;
-        let conversation = &read.conversation;
-        let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
-        let mut target = Target::for_model(model, reserved).with_provider(api);
-        if let Some(cap) = self.max_input_tokens.filter(|&cap| cap < target.budget) {
-            target = target.with_budget(cap);
-        }
+        conversation: &Conversation,
+    ) -> Result<String, ApiError> {
         let identity = match headers.get("x-tightfit-session").map(|v| v.to_str()) {
             Some(Ok(id)) if !id.is_empty() => format!("session:{id}"),
             Some(_) => {
@@ -335,7 +341,29 @@ impl Fitting {
             }
             None => format!("head:{}", Session::key_of(conversation)),
         };
-        let key = self.hasher.conversation_key(api.as_str(), headers, &identity);
+        Ok(self.hasher.conversation_key(api.as_str(), headers, &identity))
+    }
+
+    /// Fits a request, read, for `model`, in the session of conversation `key` (`None`:
+    /// `reach` is [`Reach::Appended`] and the
+    /// session did not answer it so).
+    fn fit_read(
+        &self,
+        reach: Reach<'_>,
+        api: Format,
+        policy: &str,
+        request: Reading<'_>,
+        model: &'static tightfit::models::ModelInfo,
+        key: &str,
+    ) -> Result<Option<Outcome>, ApiError> {
+        let Reading { text, read, fingerprints } = request;
+        let conversation = &read.conversation;
+        let reserved = conversation.request.as_ref().and_then(|r| r.reserved_output());
+        let mut target = Target::for_model(model, reserved).with_provider(api);
+        if let Some(cap) = self.max_input_tokens.filter(|&cap| cap < target.budget) {
+            target = target.with_budget(cap);
+        }
+        let key = key.to_string();
         let spec = SessionSpec {
             model: model.qualified_id(),
             budget: target.budget,
@@ -346,7 +374,10 @@ impl Fitting {
         let session = self.session(spec, target, Pricing::of(model))?;
         let fitted = match reach {
             Reach::Whole => session.fit_fingerprinted(Some(&key), conversation, fingerprints.to_vec()),
-            Reach::Appended => match session.answer_appended(&key, conversation, fingerprints) {
+            Reach::Appended(peeked) => match match peeked {
+                Some(peeked) => session.answer_appended_peeked(&key, conversation, fingerprints, peeked),
+                None => session.answer_appended(&key, conversation, fingerprints),
+            } {
                 Ok(Some(fitted)) => Ok(fitted),
                 Ok(None) => return Ok(None),
                 Err(e) => Err(e),

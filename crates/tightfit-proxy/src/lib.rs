@@ -35,6 +35,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tightfit::store::{Store, StoreError};
+use tightfit_store::Peeker;
 use tokio::net::TcpListener;
 
 pub use config::{Config, ConfigError, StoreSpec};
@@ -88,12 +89,31 @@ pub async fn open_store(spec: StoreSpec) -> Result<Arc<dyn Store>, ProxyError> {
         .map_err(ProxyError::Store)
 }
 
+/// How warm turns on the store `spec` are answered in place: reading it directly when it
+/// reads locally, else through an async [`Peeker`] beside the store's own client. A peeker
+/// that cannot connect (the store just opened, so rarely) leaves every turn to the blocking
+/// pool, with a warning: slower, never wrong.
+async fn in_place(spec: &StoreSpec) -> server::InPlace {
+    if spec.reads_locally() {
+        return server::InPlace::Local;
+    }
+    match Peeker::open(spec).await {
+        Ok(Some(peeker)) => server::InPlace::Peeked(peeker),
+        Ok(None) => server::InPlace::Local,
+        Err(e) => {
+            tracing::warn!(error = %e, "warm turns go to the blocking pool: the store cannot be read asynchronously");
+            server::InPlace::Never
+        }
+    }
+}
+
 /// Starts the proxy on the current tokio runtime: checks `config`, opens its store, binds
 /// its address and serves in a background task until [`Running::stop`].
 pub async fn start(config: Config) -> Result<Running, ProxyError> {
     config.check()?;
     let addr = config.listen_addr()?;
-    let store = open_store(config::store_spec(&config.store)?).await?;
+    let spec = config::store_spec(&config.store)?;
+    let store = open_store(spec.clone()).await?;
     let secret = std::env::var(&config.session.secret_env).ok().filter(|s| !s.is_empty());
     let hasher = headers::KeyHasher::new(secret.as_deref().map(str::as_bytes));
     let fitting = fitting::Fitting::new(
@@ -110,8 +130,9 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
         .filter(|k| !k.is_empty())
         .map(str::to_string)
         .collect();
-    let app =
-        server::App::new(config, fitting, &client_keys).map_err(|e| ProxyError::Start(e.to_string()))?;
+    let in_place = in_place(&spec).await;
+    let app = server::App::new(config, fitting, &client_keys, in_place)
+        .map_err(|e| ProxyError::Start(e.to_string()))?;
     let listener = TcpListener::bind(addr).await.map_err(|source| ProxyError::Listen { addr, source })?;
     let addr = listener.local_addr().map_err(|source| ProxyError::Listen { addr, source })?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

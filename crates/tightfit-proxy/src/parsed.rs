@@ -40,6 +40,8 @@ pub struct Parsed {
     /// Their fingerprints ([`tightfit::tokens::message_fingerprint`]), for the session: the
     /// messages the next request takes from this reading are not hashed again.
     pub fingerprints: Vec<u128>,
+    /// The session key it was fitted under (`None`: not fitted).
+    pub key: Option<String>,
 }
 
 /// The conversations' last requests, by slot.
@@ -70,6 +72,12 @@ impl ParsedRequests {
         let (parsed, _) = held.by_slot.remove(&slot)?;
         held.bytes -= parsed.body.len();
         Some(parsed)
+    }
+
+    /// The session key the last request of the conversation in `slot` was fitted under.
+    pub fn key_of(&self, slot: u128) -> Option<String> {
+        let held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.by_slot.get(&slot).and_then(|(parsed, _)| parsed.key.clone())
     }
 
     /// Holds `parsed` as the last request of the conversation in `slot`, dropping the longest
@@ -110,7 +118,7 @@ mod tests {
     fn parsed(bytes: usize) -> Parsed {
         let body = format!(r#"{{"messages":[],"pad":"{}"}}"#, "x".repeat(bytes.saturating_sub(24)));
         let layout = RequestLayout::find(&body, tightfit::Format::OpenAi).unwrap();
-        Parsed { body: Bytes::from(body), layout, listed: Vec::new(), fingerprints: Vec::new() }
+        Parsed { body: Bytes::from(body), layout, listed: Vec::new(), fingerprints: Vec::new(), key: None }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -14,6 +14,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tightfit::Format;
+use tightfit_store::Peeker;
 use tokio::sync::Semaphore;
 
 use crate::config::{check_policy, Config};
@@ -35,15 +36,35 @@ pub struct App {
     client_keys: Vec<[u8; 32]>,
     requests: AtomicU64,
     started: u128,
-    /// Whether a warm turn is answered in place on the async worker
-    /// ([`Fitting::answer_appended`]): when the store reads locally (memory, an SQLite file).
-    answer_in_place: bool,
+    /// Whether, and how, a warm turn is answered in place on the async worker
+    /// ([`Fitting::answer_appended`]).
+    in_place: InPlace,
 }
+
+/// How a warm turn is answered in place on the async worker that received it.
+#[derive(Debug)]
+pub enum InPlace {
+    /// Never: every turn goes to the blocking pool.
+    Never,
+    /// The store reads locally (memory, an SQLite file), without blocking.
+    Local,
+    /// The store is read over the network: its checkpoint version is awaited from this
+    /// async client first.
+    Peeked(Peeker),
+}
+
+/// The longest a turn waits for its store's version before it takes the blocking path.
+const PEEK_TIMEOUT: Duration = Duration::from_millis(250);
 
 impl App {
     /// The state for `config`, fitting with `fitting`, admitting the clients whose keys are
     /// `client_keys` (all, if empty).
-    pub fn new(config: Config, fitting: Fitting, client_keys: &[String]) -> Result<App, reqwest::Error> {
+    pub fn new(
+        config: Config,
+        fitting: Fitting,
+        client_keys: &[String],
+        in_place: InPlace,
+    ) -> Result<App, reqwest::Error> {
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeouts.connect())
             .read_timeout(config.timeouts.idle())
@@ -59,7 +80,7 @@ impl App {
             client_keys: client_keys.iter().map(|k| Sha256::digest(k.as_bytes()).into()).collect(),
             requests: AtomicU64::new(0),
             started: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-            answer_in_place: crate::config::store_spec(&config.store).is_ok_and(|spec| spec.reads_locally()),
+            in_place,
             config,
         })
     }
@@ -255,15 +276,27 @@ impl App {
             body
         } else {
             // a warm turn in place (microseconds); the rest on the blocking pool
-            let answered = match self.answer_in_place {
-                // a panic is answered as the blocking pool's is, not by dropping the connection
-                true => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    self.fitting.answer_appended(api, &parts.headers, &policy, &body)
-                }))
-                .map_err(|_| {
-                    ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked")
-                })??,
-                false => None,
+            let peeked = match &self.in_place {
+                InPlace::Peeked(peeker) => match self.fitting.previous_key(api, &parts.headers, &body) {
+                    // a store that is slow or down: the blocking path says what is wrong
+                    Some(key) => {
+                        tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok)
+                    }
+                    None => None,
+                },
+                _ => None,
+            };
+            let answered = match (&self.in_place, &peeked) {
+                (InPlace::Local, _) | (InPlace::Peeked(_), Some(_)) => {
+                    // a panic is answered as the blocking pool's is, not by dropping the connection
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.fitting.answer_appended(api, &parts.headers, &policy, &body, peeked.as_ref())
+                    }))
+                    .map_err(|_| {
+                        ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked")
+                    })??
+                }
+                _ => None,
             };
             let outcome = match answered {
                 Some(outcome) => {

@@ -10,7 +10,7 @@ use tightfit::Target;
 
 use tightfit_proxy::Config;
 
-use crate::support::{capped, client, config_for, corpus, proxy, url, Fake};
+use crate::support::{capped, client, config_for, corpus, proxy, turns_in_place, url, Fake};
 
 /// The request bodies of an agent loop over `record`: one per assistant message, with every
 /// message before it.
@@ -161,6 +161,31 @@ async fn replicas_on_one_sqlite_store_decide_alike_and_a_restart_loses_nothing()
     forwarded.extend(rest);
     assert_same(&forwarded, &reference, &store);
     restarted.stop().await.unwrap();
+}
+
+/// On Redis and PostgreSQL, a warm turn is answered in place, from the checkpoint's version
+/// the proxy's async client read: two replicas on one store, taking runs of ten turns in
+/// turn (so each meets checkpoints the other wrote), forward exactly what one proxy alone
+/// does, and a good part of the turns never leave the async worker.
+#[tokio::test(flavor = "multi_thread")]
+async fn warm_turns_on_redis_and_on_postgres_are_answered_in_place_and_decide_alike() {
+    let fake = Fake::start().await;
+    let (bodies, reference) = reference_loop(&fake).await;
+    let redis = tightfit_test_servers::Redis::start();
+    let postgres = tightfit_test_servers::Postgres::start();
+    for store in [redis.url(), postgres.url()] {
+        let (a, b) = (proxy(capped_config(&fake, &store)).await, proxy(capped_config(&fake, &store)).await);
+        let mut forwarded = Vec::new();
+        for (run_of_ten, turns) in bodies.chunks(10).enumerate() {
+            let replica = if run_of_ten % 2 == 0 { &a } else { &b };
+            forwarded.extend(run(&[url(replica, "/v1/chat/completions")], turns, &fake).await.0);
+        }
+        assert_same(&forwarded, &reference, &store);
+        let in_place = turns_in_place(&a).await + turns_in_place(&b).await;
+        assert!(in_place > bodies.len() / 2, "{store}: {in_place} of {} turns in place", bodies.len());
+        a.stop().await.unwrap();
+        b.stop().await.unwrap();
+    }
 }
 
 /// Tells a run of this test binary to serve as a proxy replica on the store it names.

@@ -15,7 +15,7 @@ use tightfit::session::{Policy, Session, Settings};
 use tightfit::store::MemoryStore;
 use tightfit::{Format, Message, Target};
 
-use crate::support::{capped, client, corpus, url};
+use crate::support::{capped, client, corpus, turns_in_place, url};
 
 /// Request bodies of an agent loop over `record` in `api`: one every `step` assistant
 /// messages, with every message before it.
@@ -224,16 +224,6 @@ async fn agent_loops_forward_what_the_engine_fits_though_each_turn_is_read_from_
         }
         proxy.stop().await.unwrap();
     }
-}
-
-/// The `tightfit_turns_in_place_total` of `proxy`'s metrics, over every route.
-async fn turns_in_place(proxy: &tightfit_proxy::Running) -> usize {
-    let metrics = client().get(url(proxy, "/metrics")).send().await.unwrap().text().await.unwrap();
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("tightfit_turns_in_place_total"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<usize>().ok())
-        .sum()
 }
 
 /// A turn that edits a message the previous turn sent, or removes one, is not answered in place:

@@ -244,6 +244,16 @@ pub fn url(proxy: &Running, path: &str) -> String {
     format!("http://{}{path}", proxy.addr)
 }
 
+/// The `tightfit_turns_in_place_total` of `proxy`'s metrics, over every route.
+pub async fn turns_in_place(proxy: &Running) -> usize {
+    let metrics = client().get(url(proxy, "/metrics")).send().await.unwrap().text().await.unwrap();
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("tightfit_turns_in_place_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<usize>().ok())
+        .sum()
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
 }
