@@ -87,6 +87,37 @@ impl Outcome {
     }
 }
 
+/// What reading a request for a turn gave ([`Fitting::read_appended_turn`]).
+#[derive(Debug)]
+pub enum TurnRead<'b> {
+    /// Answered without a fit (a request naming no model tightfit knows: forwarded as is).
+    Answered(Outcome),
+    /// Not a turn that only appends to its conversation's previous one: for the whole fit.
+    Declined,
+    /// Read, to be fitted.
+    Turn(Box<ReadTurn<'b>>),
+}
+
+/// A request body read for a turn and not yet fitted: its reading, its messages'
+/// fingerprints, its session key and model.
+#[derive(Debug)]
+pub struct ReadTurn<'b> {
+    body: &'b Bytes,
+    text: &'b str,
+    slot: u128,
+    read: format::ReadRequest,
+    fingerprints: Vec<u128>,
+    key: String,
+    model: &'static tightfit::models::ModelInfo,
+}
+
+impl ReadTurn<'_> {
+    /// The session key of its conversation: what a network store is read for.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
 /// A request body as read: its text, what was read from it, and its messages' fingerprints.
 #[derive(Clone, Copy)]
 struct Reading<'r> {
@@ -228,6 +259,50 @@ impl Fitting {
         policy: &str,
         body: &Bytes,
     ) -> Result<Option<Outcome>, ApiError> {
+        let appended_only = matches!(reach, Reach::Appended(_));
+        match self.read_turn(appended_only, api, headers, body)? {
+            TurnRead::Answered(outcome) => Ok(Some(outcome)),
+            TurnRead::Declined => Ok(None),
+            TurnRead::Turn(turn) => self.fit_turn(reach, api, policy, *turn),
+        }
+    }
+
+    /// The first half of [`answer_appended`](Fitting::answer_appended): the body read, if it
+    /// only appends to its conversation's previous request (else [`TurnRead::Declined`], the
+    /// previous reading kept for the whole fit). For a caller that reads the store for the
+    /// turn's [`key`](ReadTurn::key) meanwhile (a network store's version, awaited), then
+    /// calls [`answer_read_turn`](Fitting::answer_read_turn).
+    pub fn read_appended_turn<'b>(
+        &self,
+        api: Format,
+        headers: &HeaderMap,
+        body: &'b Bytes,
+    ) -> Result<TurnRead<'b>, ApiError> {
+        self.read_turn(true, api, headers, body)
+    }
+
+    /// The second half: the turn answered from its conversation's previous turn, as
+    /// [`answer_appended`](Fitting::answer_appended) answers it with `peeked`; `None` when it
+    /// is not (its reading is then held for the whole fit).
+    pub fn answer_read_turn(
+        &self,
+        api: Format,
+        policy: &str,
+        turn: ReadTurn<'_>,
+        peeked: Option<&Peeked>,
+    ) -> Result<Option<Outcome>, ApiError> {
+        self.fit_turn(Reach::Appended(peeked), api, policy, turn)
+    }
+
+    /// Reads `body` for a fit: all of it, or with `appended_only` only what it appends to its
+    /// conversation's previous request (bounded by [`MAX_READ_IN_PLACE`]).
+    fn read_turn<'b>(
+        &self,
+        appended_only: bool,
+        api: Format,
+        headers: &HeaderMap,
+        body: &'b Bytes,
+    ) -> Result<TurnRead<'b>, ApiError> {
         let text = std::str::from_utf8(body).map_err(|e| {
             ApiError::new(api, Kind::InvalidRequest, format!("the request body is not UTF-8: {e}"))
         })?;
@@ -239,17 +314,17 @@ impl Fitting {
             let text = std::str::from_utf8(&last.body).ok()?;
             Some(format::Previous { text, layout: &last.layout, listed })
         });
-        let mut read = match (reach, previous) {
-            (Reach::Whole, previous) => match format::read_request(text, api, previous) {
+        let read = match (appended_only, previous) {
+            (false, previous) => match format::read_request(text, api, previous) {
                 Ok(read) => read,
-                Err(e) => return self.unread(api, text, e).map(Some),
+                Err(e) => return self.unread(api, text, e).map(TurnRead::Answered),
             },
-            (Reach::Appended(_), None) => return Ok(None),
-            (Reach::Appended(_), Some(previous)) => {
+            (true, None) => return Ok(TurnRead::Declined),
+            (true, Some(previous)) => {
                 match format::read_appended(text, api, previous, MAX_READ_IN_PLACE) {
                     format::Appended::Read(read) => read,
                     // the whole fit reads it all, and answers what is wrong with it
-                    format::Appended::Unread => return Ok(None),
+                    format::Appended::Unread => return Ok(TurnRead::Declined),
                     format::Appended::NotAppended(previous) => {
                         // held again as it was, for the whole fit to read what it can from it
                         // (the listed messages moved out first: `previous` borrows `last`)
@@ -258,24 +333,36 @@ impl Fitting {
                             (last.listed, last.fingerprints) = (listed, known);
                             self.parsed.put(slot, last);
                         }
-                        return Ok(None);
+                        return Ok(TurnRead::Declined);
                     }
                 }
             }
         };
         let Some(model_name) = read.conversation.request.as_ref().and_then(|r| r.model.clone()) else {
             // the upstream says what it thinks of a request without a model
-            return Ok(Some(Outcome::skipped("none (no model)".into())));
+            return Ok(TurnRead::Answered(Outcome::skipped("none (no model)".into())));
         };
         let Ok(model) = self.registry.lookup(&model_name) else {
-            return Ok(Some(Outcome::skipped(format!("none (unknown model {model_name:?})"))));
+            return Ok(TurnRead::Answered(Outcome::skipped(format!("none (unknown model {model_name:?})"))));
         };
-        let mut fingerprints = fingerprints_of(&read, &known);
+        let fingerprints = fingerprints_of(&read, &known);
         let key = self.session_key(api, headers, &read.conversation)?;
+        Ok(TurnRead::Turn(Box::new(ReadTurn { body, text, slot, read, fingerprints, key, model })))
+    }
+
+    /// Fits a turn read by [`read_turn`](Fitting::read_turn) as `reach` says, and holds its
+    /// reading as its conversation's last, whether or not it was answered: a whole fit of
+    /// the same body after an appended one that was not reads it all from this reading.
+    fn fit_turn(
+        &self,
+        reach: Reach<'_>,
+        api: Format,
+        policy: &str,
+        turn: ReadTurn<'_>,
+    ) -> Result<Option<Outcome>, ApiError> {
+        let ReadTurn { body, text, slot, mut read, mut fingerprints, key, model } = turn;
         let reading = Reading { text, read: &read, fingerprints: &fingerprints };
         let outcome = self.fit_read(reach, api, policy, reading, model, &key)?;
-        // held whether or not the turn was answered: a whole fit of the same body after an
-        // appended one that was not reads it all from this reading
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
             let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());

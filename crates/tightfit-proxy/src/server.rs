@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{check_policy, Config};
 use crate::errors::{ApiError, Kind};
-use crate::fitting::Fitting;
+use crate::fitting::{Fitting, Outcome, TurnRead};
 use crate::forward::{self, Accounting, Outgoing, Slot};
 use crate::headers;
 use crate::metrics::Metrics;
@@ -51,6 +51,13 @@ pub enum InPlace {
     /// The store is read over the network: its checkpoint version is awaited from this
     /// async client first.
     Peeked(Peeker),
+}
+
+/// Runs `answer` in place on the async worker; a panic is answered as the blocking pool's
+/// is (500), not by dropping the connection.
+fn in_place<T>(api: Format, answer: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(answer))
+        .map_err(|_| ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked"))?
 }
 
 /// The longest a turn waits for its store's version before it takes the blocking path.
@@ -276,27 +283,14 @@ impl App {
             body
         } else {
             // a warm turn in place (microseconds); the rest on the blocking pool
-            let peeked = match &self.in_place {
-                InPlace::Peeked(peeker) => match self.fitting.previous_key(api, &parts.headers, &body) {
-                    // a store that is slow or down: the blocking path says what is wrong
-                    Some(key) => {
-                        tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok)
-                    }
-                    None => None,
-                },
-                _ => None,
-            };
-            let answered = match (&self.in_place, &peeked) {
-                (InPlace::Local, _) | (InPlace::Peeked(_), Some(_)) => {
-                    // a panic is answered as the blocking pool's is, not by dropping the connection
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        self.fitting.answer_appended(api, &parts.headers, &policy, &body, peeked.as_ref())
-                    }))
-                    .map_err(|_| {
-                        ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked")
-                    })??
+            let answered = match &self.in_place {
+                InPlace::Never => None,
+                InPlace::Local => {
+                    in_place(api, || self.fitting.answer_appended(api, &parts.headers, &policy, &body, None))?
                 }
-                _ => None,
+                InPlace::Peeked(peeker) => {
+                    self.answer_peeked(peeker, api, &parts.headers, &policy, &body).await?
+                }
             };
             let outcome = match answered {
                 Some(outcome) => {
@@ -335,6 +329,42 @@ impl App {
         let mut response = self.forward(api, route, &parts, body, slot, &arrival.id).await?;
         forward::add_headers(&mut response, &added);
         Ok(response)
+    }
+
+    /// A warm turn on a network store, answered in place: the store's version of the
+    /// conversation's checkpoint is read by the async `peeker` while the body is read (for
+    /// the key its previous request was fitted under, started first), then the turn is
+    /// answered from it. `None`: for the blocking pool (not a turn that only appends, a
+    /// store slow or down: the pool's fit says what is wrong).
+    async fn answer_peeked(
+        &self,
+        peeker: &Peeker,
+        api: Format,
+        headers: &HeaderMap,
+        policy: &str,
+        body: &Bytes,
+    ) -> Result<Option<Outcome>, ApiError> {
+        let peek = |key: String| {
+            let peeker = peeker.clone();
+            async move { tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok) }
+        };
+        let early = self.fitting.previous_key(api, headers, body).map(|key| tokio::spawn(peek(key)));
+        let turn = match in_place(api, || self.fitting.read_appended_turn(api, headers, body))? {
+            TurnRead::Answered(outcome) => return Ok(Some(outcome)),
+            TurnRead::Declined => return Ok(None),
+            TurnRead::Turn(turn) => turn,
+        };
+        let peeked = match early {
+            Some(task) => match task.await.ok().flatten() {
+                Some(peeked) if peeked.key == turn.key() => Some(peeked),
+                // read for another conversation (the head of the body changed)
+                Some(_) => peek(turn.key().to_string()).await,
+                // the store slow or down: not waited for twice
+                None => None,
+            },
+            None => peek(turn.key().to_string()).await,
+        };
+        in_place(api, || self.fitting.answer_read_turn(api, policy, *turn, peeked.as_ref()))
     }
 
     /// What a request is known by from its arrival.
