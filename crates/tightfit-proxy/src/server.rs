@@ -349,6 +349,12 @@ impl App {
             async move { tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok) }
         };
         let early = self.fitting.previous_key(api, headers, body).map(|key| tokio::spawn(peek(key)));
+        if early.is_some() {
+            // the peek's request goes out before the body is read: a task spawned here waits
+            // in this worker's next-task slot, which no other worker takes, until this one
+            // yields
+            tokio::task::yield_now().await;
+        }
         let turn = match in_place(api, || self.fitting.read_appended_turn(api, headers, body))? {
             TurnRead::Answered(outcome) => return Ok(Some(outcome)),
             TurnRead::Declined => return Ok(None),
