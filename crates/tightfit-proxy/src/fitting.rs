@@ -40,6 +40,10 @@ const MAX_REMEMBERED: usize = 65_536;
 /// should hold an async worker for. A larger turn is fitted on the blocking pool.
 pub const MAX_READ_IN_PLACE: usize = 64 * 1024;
 
+/// How much of a body [`Fitting::previous_key`] needs: the head that tells conversations
+/// apart, and the rest of a character cut at its end.
+pub const HEAD_NEEDED: usize = HEAD_BYTES + 3;
+
 /// How far a fit goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reach<'p> {
@@ -241,12 +245,18 @@ impl Fitting {
         self.fit_reaching(Reach::Appended(peeked), api, headers, policy, body)
     }
 
-    /// The session key of the conversation this body most likely continues: the key its
-    /// slot's previous request was fitted under (`None`: none held). What an async caller
-    /// reads the store for before [`answer_appended`](Fitting::answer_appended); a few
-    /// microseconds (the slot's keyed hash of the body's head).
-    pub fn previous_key(&self, api: Format, headers: &HeaderMap, body: &Bytes) -> Option<String> {
-        let text = std::str::from_utf8(body).ok()?;
+    /// The session key of the conversation a body most likely continues: the key its slot's
+    /// previous request was fitted under (`None`: none held). What an async caller reads the
+    /// store for before [`answer_appended`](Fitting::answer_appended), from the body's first
+    /// [`HEAD_NEEDED`] bytes (all of it, if shorter) while the rest arrives; a few
+    /// microseconds (the slot's keyed hash of the head).
+    pub fn previous_key(&self, api: Format, headers: &HeaderMap, head: &[u8]) -> Option<String> {
+        let text = match std::str::from_utf8(head) {
+            Ok(text) => text,
+            // a character cut at the end of the head (a bad byte before it: the body fails
+            // to read anyway)
+            Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+        };
         self.parsed.key_of(self.parsed_slot(api, headers, text))
     }
 
@@ -678,5 +688,60 @@ mod tests {
         for turns in [5, 6] {
             assert_eq!(whole.fit(Format::OpenAi, &session, "cache", &body(turns)).unwrap().reused, 0);
         }
+    }
+
+    /// A network store's version is read for the key that the first bytes of a body name
+    /// (its previous request's), before the rest arrives: the head names what the whole
+    /// body does, a character cut at the head's end included, and nothing before a turn
+    /// was fitted.
+    #[test]
+    fn the_head_of_a_body_names_the_key_its_previous_turn_was_fitted_under() {
+        let fitting = Fitting::new(
+            Arc::new(MemoryStore::new()),
+            Settings::default(),
+            None,
+            KeyHasher::new(None),
+            1 << 20,
+        );
+        let none = HeaderMap::new();
+        // the conversation's first message puts a two-byte character across byte 4,096
+        let body = |turns: usize| {
+            let prefix = r#"{"model":"gpt-4o","messages":[{"role":"system","content":""#;
+            let mut messages = vec![
+                json!({"role": "system", "content": "x".repeat(HEAD_BYTES - prefix.len() - 1) + "é and more"}),
+            ];
+            for t in 0..turns {
+                messages.push(json!({"role": "user", "content": format!("step {t}")}));
+                messages.push(json!({"role": "assistant", "content": format!("did {t}")}));
+            }
+            let body = Bytes::from(json!({"model": "gpt-4o", "messages": messages}).to_string());
+            assert!(
+                body.starts_with(prefix.as_bytes())
+                    && !std::str::from_utf8(&body).unwrap().is_char_boundary(HEAD_BYTES)
+            );
+            body
+        };
+        let first = body(2);
+        assert_eq!(
+            fitting.previous_key(Format::OpenAi, &none, &first[..HEAD_NEEDED]),
+            None,
+            "nothing fitted yet"
+        );
+        fitting.fit(Format::OpenAi, &none, "cache", &first).unwrap();
+        let next = body(3);
+        let key = fitting.previous_key(Format::OpenAi, &none, &next).expect("the conversation's key");
+        // the whole body's head ends before the character: 4,095 bytes; one cut inside the
+        // character stops there too; a shorter one names nothing held
+        for (cut, names) in
+            [(HEAD_BYTES - 2, false), (HEAD_BYTES - 1, true), (HEAD_BYTES, true), (HEAD_NEEDED, true)]
+        {
+            let named = fitting.previous_key(Format::OpenAi, &none, &next[..cut]);
+            assert_eq!(named.as_deref() == Some(key.as_str()), names, "a head of {cut} bytes");
+        }
+        // the key is the one the fit of the next turn uses
+        let TurnRead::Turn(turn) = fitting.read_appended_turn(Format::OpenAi, &none, &next).unwrap() else {
+            panic!("a turn that appends")
+        };
+        assert_eq!(turn.key(), key);
     }
 }

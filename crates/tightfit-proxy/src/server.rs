@@ -13,13 +13,14 @@ use axum::Router;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
+use tightfit::session::Peeked;
 use tightfit::Format;
 use tightfit_store::Peeker;
 use tokio::sync::Semaphore;
 
 use crate::config::{check_policy, Config};
 use crate::errors::{ApiError, Kind};
-use crate::fitting::{Fitting, Outcome, TurnRead};
+use crate::fitting::{Fitting, Outcome, TurnRead, HEAD_NEEDED};
 use crate::forward::{self, Accounting, Outgoing, Slot};
 use crate::headers;
 use crate::metrics::Metrics;
@@ -58,6 +59,11 @@ pub enum InPlace {
 fn in_place<T>(api: Format, answer: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(answer))
         .map_err(|_| ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked"))?
+}
+
+/// What `peeker` reads for conversation `key`, if it answers within [`PEEK_TIMEOUT`].
+async fn peek_within(peeker: Peeker, key: String) -> Option<Peeked> {
+    tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok)
 }
 
 /// The longest a turn waits for its store's version before it takes the blocking path.
@@ -160,6 +166,19 @@ impl App {
     /// The body, whole, refused past `limits.max_body_bytes` (before reading it when its
     /// length is declared).
     async fn read_body(&self, api: Format, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+        self.read_body_telling_head(api, headers, body, |_| {}).await
+    }
+
+    /// [`read_body`](App::read_body), calling `head` once with the body's first
+    /// [`HEAD_NEEDED`] bytes (or all of it, if shorter) as soon as they are in.
+    async fn read_body_telling_head(
+        &self,
+        api: Format,
+        headers: &HeaderMap,
+        body: Body,
+        head: impl FnOnce(&[u8]),
+    ) -> Result<Bytes, ApiError> {
+        let mut head = Some(head);
         let limit = self.config.limits.max_body_bytes;
         let too_large = || {
             ApiError::new(
@@ -189,6 +208,14 @@ impl App {
                 return Err(too_large());
             }
             bytes.extend_from_slice(&chunk);
+            if bytes.len() >= HEAD_NEEDED {
+                if let Some(head) = head.take() {
+                    head(&bytes);
+                }
+            }
+        }
+        if let Some(head) = head.take() {
+            head(&bytes);
         }
         Ok(bytes.freeze())
     }
@@ -274,9 +301,23 @@ impl App {
         self.authorize(api, request.headers())?;
         let slot = self.take_slot(api)?;
         let (parts, body) = request.into_parts();
-        let body = self.read_body(api, &parts.headers, body).await?;
         let policy = self.policy(api, &parts.headers)?;
         log.policy = policy.clone();
+        // on a network store, the conversation's checkpoint version is read while the body
+        // arrives, from the moment its head tells the conversation
+        let mut peek = None;
+        let body = match &self.in_place {
+            InPlace::Peeked(peeker) if policy != "off" => {
+                let start = |head: &[u8]| {
+                    peek = self
+                        .fitting
+                        .previous_key(api, &parts.headers, head)
+                        .map(|key| tokio::spawn(peek_within(peeker.clone(), key)));
+                };
+                self.read_body_telling_head(api, &parts.headers, body, start).await?
+            }
+            _ => self.read_body(api, &parts.headers, body).await?,
+        };
         let mut added = vec![("x-tightfit-policy", policy.clone())];
         let body = if policy == "off" {
             added.push(("x-tightfit-actions", "none (policy off)".to_string()));
@@ -289,7 +330,7 @@ impl App {
                     in_place(api, || self.fitting.answer_appended(api, &parts.headers, &policy, &body, None))?
                 }
                 InPlace::Peeked(peeker) => {
-                    self.answer_peeked(peeker, api, &parts.headers, &policy, &body).await?
+                    self.answer_peeked(peeker, peek, api, &parts.headers, &policy, &body).await?
                 }
             };
             let outcome = match answered {
@@ -332,29 +373,19 @@ impl App {
     }
 
     /// A warm turn on a network store, answered in place: the store's version of the
-    /// conversation's checkpoint is read by the async `peeker` while the body is read (for
-    /// the key its previous request was fitted under, started first), then the turn is
-    /// answered from it. `None`: for the blocking pool (not a turn that only appends, a
-    /// store slow or down: the pool's fit says what is wrong).
+    /// conversation's checkpoint, read by the async `peeker` while the body arrived (`early`:
+    /// for the key its previous request was fitted under), or now for the key the body
+    /// turned out to have, then the turn answered from it. `None`: for the blocking pool (not
+    /// a turn that only appends, a store slow or down: the pool's fit says what is wrong).
     async fn answer_peeked(
         &self,
         peeker: &Peeker,
+        early: Option<tokio::task::JoinHandle<Option<Peeked>>>,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
         body: &Bytes,
     ) -> Result<Option<Outcome>, ApiError> {
-        let peek = |key: String| {
-            let peeker = peeker.clone();
-            async move { tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok) }
-        };
-        let early = self.fitting.previous_key(api, headers, body).map(|key| tokio::spawn(peek(key)));
-        if early.is_some() {
-            // the peek's request goes out before the body is read: a task spawned here waits
-            // in this worker's next-task slot, which no other worker takes, until this one
-            // yields
-            tokio::task::yield_now().await;
-        }
         let turn = match in_place(api, || self.fitting.read_appended_turn(api, headers, body))? {
             TurnRead::Answered(outcome) => return Ok(Some(outcome)),
             TurnRead::Declined => return Ok(None),
@@ -364,11 +395,11 @@ impl App {
             Some(task) => match task.await.ok().flatten() {
                 Some(peeked) if peeked.key == turn.key() => Some(peeked),
                 // read for another conversation (the head of the body changed)
-                Some(_) => peek(turn.key().to_string()).await,
+                Some(_) => peek_within(peeker.clone(), turn.key().to_string()).await,
                 // the store slow or down: not waited for twice
                 None => None,
             },
-            None => peek(turn.key().to_string()).await,
+            None => peek_within(peeker.clone(), turn.key().to_string()).await,
         };
         in_place(api, || self.fitting.answer_read_turn(api, policy, *turn, peeked.as_ref()))
     }
