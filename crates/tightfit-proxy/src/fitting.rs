@@ -40,10 +40,6 @@ const MAX_REMEMBERED: usize = 65_536;
 /// should hold an async worker for. A larger turn is fitted on the blocking pool.
 pub const MAX_READ_IN_PLACE: usize = 64 * 1024;
 
-/// How much of a body [`Fitting::previous_key`] needs: the head that tells conversations
-/// apart, and the rest of a character cut at its end.
-pub const HEAD_NEEDED: usize = HEAD_BYTES + 3;
-
 /// How far a fit goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reach<'p> {
@@ -113,13 +109,6 @@ pub struct ReadTurn<'b> {
     fingerprints: Vec<u128>,
     key: String,
     model: &'static tightfit::models::ModelInfo,
-}
-
-impl ReadTurn<'_> {
-    /// The session key of its conversation: what a network store is read for.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
 }
 
 /// A request body as read: its text, what was read from it, and its messages' fingerprints.
@@ -231,25 +220,24 @@ impl Fitting {
     /// place on an async worker when the store reads locally: a hop to the blocking pool and
     /// back costs more than the turn (two thread wake-ups, and the tail of a busy machine's
     /// scheduling).
-    /// On a store read over the network, `peeked` is what an async client read of it for
-    /// the conversation (the one [`previous_key`](Fitting::previous_key) names): the turn is
-    /// answered only if that is the conversation the body turns out to continue.
+    /// On a store read over the network, the store is not read here (it would block): see
+    /// [`read_appended_turn`](Fitting::read_appended_turn).
     pub fn answer_appended(
         &self,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
         body: &Bytes,
-        peeked: Option<&Peeked>,
     ) -> Result<Option<Outcome>, ApiError> {
-        self.fit_reaching(Reach::Appended(peeked), api, headers, policy, body)
+        self.fit_reaching(Reach::Appended(None), api, headers, policy, body)
     }
 
     /// The session key of the conversation a body most likely continues: the key its slot's
     /// previous request was fitted under (`None`: none held). What an async caller reads the
-    /// store for before [`answer_appended`](Fitting::answer_appended), from the body's first
-    /// [`HEAD_NEEDED`] bytes (all of it, if shorter) while the rest arrives; a few
-    /// microseconds (the slot's keyed hash of the head).
+    /// store for before [`answer_read_turn`](Fitting::answer_read_turn), from the body's
+    /// first [`HEAD_BYTES`] bytes (all of it, if shorter) while the rest arrives (a character
+    /// cut at their end is left out, as the whole body's slot leaves it); a few microseconds
+    /// (the slot's keyed hash of the head).
     pub fn previous_key(&self, api: Format, headers: &HeaderMap, head: &[u8]) -> Option<String> {
         let text = match std::str::from_utf8(head) {
             Ok(text) => text,
@@ -442,8 +430,7 @@ impl Fitting {
     }
 
     /// Fits a request, read, for `model`, in the session of conversation `key` (`None`:
-    /// `reach` is [`Reach::Appended`] and the
-    /// session did not answer it so).
+    /// `reach` is [`Reach::Appended`] and the session did not answer it so).
     fn fit_read(
         &self,
         reach: Reach<'_>,
@@ -723,7 +710,7 @@ mod tests {
         };
         let first = body(2);
         assert_eq!(
-            fitting.previous_key(Format::OpenAi, &none, &first[..HEAD_NEEDED]),
+            fitting.previous_key(Format::OpenAi, &none, &first[..HEAD_BYTES]),
             None,
             "nothing fitted yet"
         );
@@ -733,7 +720,7 @@ mod tests {
         // the whole body's head ends before the character: 4,095 bytes; one cut inside the
         // character stops there too; a shorter one names nothing held
         for (cut, names) in
-            [(HEAD_BYTES - 2, false), (HEAD_BYTES - 1, true), (HEAD_BYTES, true), (HEAD_NEEDED, true)]
+            [(HEAD_BYTES - 2, false), (HEAD_BYTES - 1, true), (HEAD_BYTES, true), (HEAD_BYTES + 1, true)]
         {
             let named = fitting.previous_key(Format::OpenAi, &none, &next[..cut]);
             assert_eq!(named.as_deref() == Some(key.as_str()), names, "a head of {cut} bytes");
@@ -742,6 +729,6 @@ mod tests {
         let TurnRead::Turn(turn) = fitting.read_appended_turn(Format::OpenAi, &none, &next).unwrap() else {
             panic!("a turn that appends")
         };
-        assert_eq!(turn.key(), key);
+        assert_eq!(turn.key, key);
     }
 }

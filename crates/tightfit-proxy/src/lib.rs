@@ -93,7 +93,7 @@ pub async fn open_store(spec: StoreSpec) -> Result<Arc<dyn Store>, ProxyError> {
 /// reads locally, else through an async [`Peeker`] beside the store's own client. A peeker
 /// that cannot connect (the store just opened, so rarely) leaves every turn to the blocking
 /// pool, with a warning: slower, never wrong.
-async fn in_place(spec: &StoreSpec) -> server::InPlace {
+async fn in_place_on(spec: &StoreSpec) -> server::InPlace {
     if spec.reads_locally() {
         return server::InPlace::Local;
     }
@@ -130,7 +130,7 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
         .filter(|k| !k.is_empty())
         .map(str::to_string)
         .collect();
-    let in_place = in_place(&spec).await;
+    let in_place = in_place_on(&spec).await;
     let app = server::App::new(config, fitting, &client_keys, in_place)
         .map_err(|e| ProxyError::Start(e.to_string()))?;
     let listener = TcpListener::bind(addr).await.map_err(|source| ProxyError::Listen { addr, source })?;

@@ -20,10 +20,11 @@ use tokio::sync::Semaphore;
 
 use crate::config::{check_policy, Config};
 use crate::errors::{ApiError, Kind};
-use crate::fitting::{Fitting, Outcome, TurnRead, HEAD_NEEDED};
+use crate::fitting::{Fitting, Outcome, TurnRead};
 use crate::forward::{self, Accounting, Outgoing, Slot};
 use crate::headers;
 use crate::metrics::Metrics;
+use crate::parsed::HEAD_BYTES;
 
 /// The proxy's state, shared by every request.
 #[derive(Debug)]
@@ -61,9 +62,24 @@ fn in_place<T>(api: Format, answer: impl FnOnce() -> Result<T, ApiError>) -> Res
         .map_err(|_| ApiError::new(api, Kind::Internal, "tightfit proxy: fitting failed: it panicked"))?
 }
 
-/// What `peeker` reads for conversation `key`, if it answers within [`PEEK_TIMEOUT`].
+/// What `peeker` reads for conversation `key`, if it answers within [`PEEK_TIMEOUT`]. A
+/// failure is logged (at debug: a store that is down fails every turn, and the blocking
+/// path's fit reports it to the client) and leaves the turn to the blocking pool.
 async fn peek_within(peeker: Peeker, key: String) -> Option<Peeked> {
-    tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await.ok().and_then(Result::ok)
+    match tokio::time::timeout(PEEK_TIMEOUT, peeker.peek(&key)).await {
+        Ok(Ok(peeked)) => Some(peeked),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "the checkpoint version was not read: the turn goes to the blocking pool");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(
+                store = peeker.describe(),
+                "the checkpoint version was not read within {PEEK_TIMEOUT:?}"
+            );
+            None
+        }
+    }
 }
 
 /// The longest a turn waits for its store's version before it takes the blocking path.
@@ -170,7 +186,7 @@ impl App {
     }
 
     /// [`read_body`](App::read_body), calling `head` once with the body's first
-    /// [`HEAD_NEEDED`] bytes (or all of it, if shorter) as soon as they are in.
+    /// [`HEAD_BYTES`] bytes (or all of it, if shorter) as soon as they are in.
     async fn read_body_telling_head(
         &self,
         api: Format,
@@ -208,9 +224,9 @@ impl App {
                 return Err(too_large());
             }
             bytes.extend_from_slice(&chunk);
-            if bytes.len() >= HEAD_NEEDED {
+            if bytes.len() >= HEAD_BYTES {
                 if let Some(head) = head.take() {
-                    head(&bytes);
+                    head(&bytes[..HEAD_BYTES]);
                 }
             }
         }
@@ -327,11 +343,9 @@ impl App {
             let answered = match &self.in_place {
                 InPlace::Never => None,
                 InPlace::Local => {
-                    in_place(api, || self.fitting.answer_appended(api, &parts.headers, &policy, &body, None))?
+                    in_place(api, || self.fitting.answer_appended(api, &parts.headers, &policy, &body))?
                 }
-                InPlace::Peeked(peeker) => {
-                    self.answer_peeked(peeker, peek, api, &parts.headers, &policy, &body).await?
-                }
+                InPlace::Peeked(_) => self.answer_peeked(peek, api, &parts.headers, &policy, &body).await?,
             };
             let outcome = match answered {
                 Some(outcome) => {
@@ -372,36 +386,41 @@ impl App {
         Ok(response)
     }
 
-    /// A warm turn on a network store, answered in place: the store's version of the
-    /// conversation's checkpoint, read by the async `peeker` while the body arrived (`early`:
-    /// for the key its previous request was fitted under), or now for the key the body
-    /// turned out to have, then the turn answered from it. `None`: for the blocking pool (not
-    /// a turn that only appends, a store slow or down: the pool's fit says what is wrong).
+    /// A warm turn on a network store, answered in place from the store's version of its
+    /// conversation's checkpoint, read by the async peeker while the body arrived (`early`:
+    /// for the key the conversation's previous request was fitted under, which its head
+    /// named). `None`: for the blocking pool: no version read (a first turn, a store slow or
+    /// down: the pool's fit says what is wrong), or not a turn that only appends, or one of
+    /// another conversation than the head named (the session declines a version read for
+    /// another key).
+    ///
+    /// The version is the one the store held when the body's head arrived. A compaction
+    /// another replica writes of the same conversation while this body is still arriving
+    /// (the same conversation sent to two replicas at once) is not seen by this turn; the
+    /// turns of an agent loop come one after the other's answer, and a replica writes a
+    /// checkpoint before it forwards, so each of them sees the last.
     async fn answer_peeked(
         &self,
-        peeker: &Peeker,
         early: Option<tokio::task::JoinHandle<Option<Peeked>>>,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
         body: &Bytes,
     ) -> Result<Option<Outcome>, ApiError> {
+        // awaited before the body is read: the conversation's reading is taken out of its
+        // slot by the read, and is not held across an await
+        let Some(peeked) = (match early {
+            Some(task) => task.await.ok().flatten(),
+            None => None,
+        }) else {
+            return Ok(None);
+        };
         let turn = match in_place(api, || self.fitting.read_appended_turn(api, headers, body))? {
             TurnRead::Answered(outcome) => return Ok(Some(outcome)),
             TurnRead::Declined => return Ok(None),
             TurnRead::Turn(turn) => turn,
         };
-        let peeked = match early {
-            Some(task) => match task.await.ok().flatten() {
-                Some(peeked) if peeked.key == turn.key() => Some(peeked),
-                // read for another conversation (the head of the body changed)
-                Some(_) => peek_within(peeker.clone(), turn.key().to_string()).await,
-                // the store slow or down: not waited for twice
-                None => None,
-            },
-            None => peek_within(peeker.clone(), turn.key().to_string()).await,
-        };
-        in_place(api, || self.fitting.answer_read_turn(api, policy, *turn, peeked.as_ref()))
+        in_place(api, || self.fitting.answer_read_turn(api, policy, *turn, Some(&peeked)))
     }
 
     /// What a request is known by from its arrival.

@@ -45,21 +45,26 @@ impl Peeker {
     /// at once (in memory, an SQLite file: [`Store::try_load`](tightfit::session::Store::try_load)
     /// answers them). Call it on a tokio runtime: the connection is driven by a task of it.
     ///
-    /// Fails with [`StoreErrorKind::Open`] or `Unavailable`, as opening the store does.
+    /// Fails with [`StoreErrorKind::Open`] or `Unavailable`, as opening the store does, or
+    /// with the error of a first peek (a server that refuses the reads a peek makes: a Redis
+    /// user allowed `GET` but not `EXISTS`), so that a peeker that cannot work is known at
+    /// the start, not met on every turn.
     pub async fn open(spec: &StoreSpec) -> Result<Option<Peeker>, StoreError> {
-        match spec {
-            StoreSpec::Memory | StoreSpec::Sqlite(_) => Ok(None),
+        let peeker = match spec {
+            StoreSpec::Memory | StoreSpec::Sqlite(_) => return Ok(None),
             #[cfg(feature = "redis")]
-            StoreSpec::Redis(url) => redis_peek::open(url).await.map(Some),
+            StoreSpec::Redis(url) => redis_peek::open(url).await?,
             #[cfg(feature = "postgres")]
-            StoreSpec::Postgres(url) => postgres_peek::open(url).await.map(Some),
+            StoreSpec::Postgres(url) => postgres_peek::open(url).await?,
             #[allow(unreachable_patterns)]
-            StoreSpec::Redis(url) | StoreSpec::Postgres(url) => Err(StoreError::new(
+            StoreSpec::Redis(url) | StoreSpec::Postgres(url) => Err::<Peeker, _>(StoreError::new(
                 StoreErrorKind::Open,
                 crate::url::redacted(url),
                 "this build has no client for this store",
-            )),
-        }
+            ))?,
+        };
+        peeker.peek("tightfit-peek-probe").await?;
+        Ok(Some(peeker))
     }
 
     /// What conversation `key`'s session needs of the store now: one round trip. A broken
@@ -131,6 +136,7 @@ mod redis_peek {
 
 #[cfg(feature = "postgres")]
 mod postgres_peek {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
 
     use tightfit::session::{StoreError, StoreErrorKind, StoreKeys};
@@ -148,8 +154,8 @@ mod postgres_peek {
         config: Config,
         name: String,
         current: Mutex<Option<Arc<(PgClient, Statement)>>>,
-        /// One reconnection at a time; the others' peeks fail meanwhile.
-        connecting: tokio::sync::Mutex<()>,
+        /// Whether a reconnection is under way (one at a time; peeks fail meanwhile).
+        connecting: AtomicBool,
     }
 
     pub(super) async fn open(url: &str) -> Result<Peeker, StoreError> {
@@ -175,7 +181,7 @@ mod postgres_peek {
             config,
             name: name.clone(),
             current: Mutex::new(None),
-            connecting: Default::default(),
+            connecting: AtomicBool::new(false),
         };
         let connected =
             client.connect().await.map_err(|e| StoreError::new(StoreErrorKind::Open, name.clone(), e))?;
@@ -197,24 +203,31 @@ mod postgres_peek {
             Ok(Arc::new((client, statement)))
         }
 
-        /// The connected client, connecting again when there is none or it closed.
-        async fn client(&self) -> Result<Arc<(PgClient, Statement)>, StoreError> {
+        /// The connected client; when there is none or it closed, a reconnection is started
+        /// in a task of its own (one at a time), and this peek fails at once: a caller that
+        /// bounds its wait (the proxy) would otherwise cut every attempt short on a slow link.
+        fn client(self: &Arc<Self>) -> Result<Arc<(PgClient, Statement)>, StoreError> {
             let current = self.lock().clone();
             if let Some(current) = current.filter(|c| !c.0.is_closed()) {
                 return Ok(current);
             }
-            let unavailable =
-                |reason: String| StoreError::new(StoreErrorKind::Unavailable, self.name.clone(), reason);
-            let Ok(_one) = self.connecting.try_lock() else {
-                return Err(unavailable("reconnecting".into()));
-            };
-            let connected = self.connect().await.map_err(unavailable)?;
-            *self.lock() = Some(Arc::clone(&connected));
-            Ok(connected)
+            if !self.connecting.swap(true, Ordering::AcqRel) {
+                let this = Arc::clone(self);
+                tokio::spawn(async move {
+                    if let Ok(connected) = this.connect().await {
+                        *this.lock() = Some(connected);
+                    }
+                    this.connecting.store(false, Ordering::Release);
+                });
+            }
+            Err(StoreError::new(StoreErrorKind::Unavailable, self.name.clone(), "reconnecting"))
         }
 
-        pub(super) async fn peek(&self, keys: &StoreKeys) -> Result<(Option<Vec<u8>>, bool), StoreError> {
-            let client = self.client().await?;
+        pub(super) async fn peek(
+            self: &Arc<Self>,
+            keys: &StoreKeys,
+        ) -> Result<(Option<Vec<u8>>, bool), StoreError> {
+            let client = self.client()?;
             let (client, statement) = &*client;
             let row = client.query_one(statement, &[&keys.version, &keys.checkpoint]).await.map_err(|e| {
                 let kind =

@@ -70,7 +70,8 @@ fn peeks_what_the_store_holds(url: &str, restart: impl FnOnce(), stop: impl FnOn
     use tightfit::session::{store_keys, Peeked};
     use tightfit_store::Peeker;
 
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // a worker of its own: a reconnection runs in the background, between peeks
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let store = open(url);
     let peeker =
         runtime.block_on(Peeker::open(&StoreSpec::parse(url).unwrap())).unwrap().expect("a network store");

@@ -1034,6 +1034,9 @@ fn answering_in_place_from_the_store_read_beforehand_needs_the_latest_checkpoint
     let turn = prefix(&long, long.messages.len() - 1);
     assert!(!other.fit_keyed(Some("k"), &turn).unwrap().report.session.unwrap().compacted);
     let next = prefix(&long, long.messages.len());
+    let mut newer = peek("k");
+    newer.version = Some(b"0123456789abcdef".to_vec());
+    assert!(in_place(&other, &next, &newer).is_none(), "a version that is not the held checkpoint's");
     let answered = in_place(&other, &next, &peek("k")).expect("the latest checkpoint is the one held");
     assert_eq!(answered, replica().fit_keyed(Some("k"), &next).unwrap().report);
 }
