@@ -87,30 +87,6 @@ impl Outcome {
     }
 }
 
-/// What reading a request for a turn gave ([`Fitting::read_appended_turn`]).
-#[derive(Debug)]
-pub enum TurnRead<'b> {
-    /// Answered without a fit (a request naming no model tightfit knows: forwarded as is).
-    Answered(Outcome),
-    /// Not a turn that only appends to its conversation's previous one: for the whole fit.
-    Declined,
-    /// Read, to be fitted.
-    Turn(Box<ReadTurn<'b>>),
-}
-
-/// A request body read for a turn and not yet fitted: its reading, its messages'
-/// fingerprints, its session key and model.
-#[derive(Debug)]
-pub struct ReadTurn<'b> {
-    body: &'b Bytes,
-    text: &'b str,
-    slot: u128,
-    read: format::ReadRequest,
-    fingerprints: Vec<u128>,
-    key: String,
-    model: &'static tightfit::models::ModelInfo,
-}
-
 /// A request body as read: its text, what was read from it, and its messages' fingerprints.
 #[derive(Clone, Copy)]
 struct Reading<'r> {
@@ -220,24 +196,26 @@ impl Fitting {
     /// place on an async worker when the store reads locally: a hop to the blocking pool and
     /// back costs more than the turn (two thread wake-ups, and the tail of a busy machine's
     /// scheduling).
-    /// On a store read over the network, the store is not read here (it would block): see
-    /// [`read_appended_turn`](Fitting::read_appended_turn).
+    /// On a store read over the network, `peeked` is what an async client read of it for
+    /// the conversation (the one [`previous_key`](Fitting::previous_key) names): the turn is
+    /// answered only if that is the conversation the body turns out to continue.
     pub fn answer_appended(
         &self,
         api: Format,
         headers: &HeaderMap,
         policy: &str,
         body: &Bytes,
+        peeked: Option<&Peeked>,
     ) -> Result<Option<Outcome>, ApiError> {
-        self.fit_reaching(Reach::Appended(None), api, headers, policy, body)
+        self.fit_reaching(Reach::Appended(peeked), api, headers, policy, body)
     }
 
     /// The session key of the conversation a body most likely continues: the key its slot's
     /// previous request was fitted under (`None`: none held). What an async caller reads the
-    /// store for before [`answer_read_turn`](Fitting::answer_read_turn), from the body's
-    /// first [`HEAD_BYTES`] bytes (all of it, if shorter) while the rest arrives (a character
-    /// cut at their end is left out, as the whole body's slot leaves it); a few microseconds
-    /// (the slot's keyed hash of the head).
+    /// store for before [`answer_appended`](Fitting::answer_appended), from the body's first
+    /// [`HEAD_BYTES`] bytes (all of it, if shorter) while the rest arrives (a character cut
+    /// at their end is left out, as the whole body's slot leaves it); a few microseconds (the
+    /// slot's keyed hash of the head).
     pub fn previous_key(&self, api: Format, headers: &HeaderMap, head: &[u8]) -> Option<String> {
         let text = match std::str::from_utf8(head) {
             Ok(text) => text,
@@ -257,50 +235,6 @@ impl Fitting {
         policy: &str,
         body: &Bytes,
     ) -> Result<Option<Outcome>, ApiError> {
-        let appended_only = matches!(reach, Reach::Appended(_));
-        match self.read_turn(appended_only, api, headers, body)? {
-            TurnRead::Answered(outcome) => Ok(Some(outcome)),
-            TurnRead::Declined => Ok(None),
-            TurnRead::Turn(turn) => self.fit_turn(reach, api, policy, *turn),
-        }
-    }
-
-    /// The first half of [`answer_appended`](Fitting::answer_appended): the body read, if it
-    /// only appends to its conversation's previous request (else [`TurnRead::Declined`], the
-    /// previous reading kept for the whole fit). For a caller that reads the store for the
-    /// turn's [`key`](ReadTurn::key) meanwhile (a network store's version, awaited), then
-    /// calls [`answer_read_turn`](Fitting::answer_read_turn).
-    pub fn read_appended_turn<'b>(
-        &self,
-        api: Format,
-        headers: &HeaderMap,
-        body: &'b Bytes,
-    ) -> Result<TurnRead<'b>, ApiError> {
-        self.read_turn(true, api, headers, body)
-    }
-
-    /// The second half: the turn answered from its conversation's previous turn, as
-    /// [`answer_appended`](Fitting::answer_appended) answers it with `peeked`; `None` when it
-    /// is not (its reading is then held for the whole fit).
-    pub fn answer_read_turn(
-        &self,
-        api: Format,
-        policy: &str,
-        turn: ReadTurn<'_>,
-        peeked: Option<&Peeked>,
-    ) -> Result<Option<Outcome>, ApiError> {
-        self.fit_turn(Reach::Appended(peeked), api, policy, turn)
-    }
-
-    /// Reads `body` for a fit: all of it, or with `appended_only` only what it appends to its
-    /// conversation's previous request (bounded by [`MAX_READ_IN_PLACE`]).
-    fn read_turn<'b>(
-        &self,
-        appended_only: bool,
-        api: Format,
-        headers: &HeaderMap,
-        body: &'b Bytes,
-    ) -> Result<TurnRead<'b>, ApiError> {
         let text = std::str::from_utf8(body).map_err(|e| {
             ApiError::new(api, Kind::InvalidRequest, format!("the request body is not UTF-8: {e}"))
         })?;
@@ -312,17 +246,17 @@ impl Fitting {
             let text = std::str::from_utf8(&last.body).ok()?;
             Some(format::Previous { text, layout: &last.layout, listed })
         });
-        let read = match (appended_only, previous) {
-            (false, previous) => match format::read_request(text, api, previous) {
+        let mut read = match (reach, previous) {
+            (Reach::Whole, previous) => match format::read_request(text, api, previous) {
                 Ok(read) => read,
-                Err(e) => return self.unread(api, text, e).map(TurnRead::Answered),
+                Err(e) => return self.unread(api, text, e).map(Some),
             },
-            (true, None) => return Ok(TurnRead::Declined),
-            (true, Some(previous)) => {
+            (Reach::Appended(_), None) => return Ok(None),
+            (Reach::Appended(_), Some(previous)) => {
                 match format::read_appended(text, api, previous, MAX_READ_IN_PLACE) {
                     format::Appended::Read(read) => read,
                     // the whole fit reads it all, and answers what is wrong with it
-                    format::Appended::Unread => return Ok(TurnRead::Declined),
+                    format::Appended::Unread => return Ok(None),
                     format::Appended::NotAppended(previous) => {
                         // held again as it was, for the whole fit to read what it can from it
                         // (the listed messages moved out first: `previous` borrows `last`)
@@ -331,36 +265,24 @@ impl Fitting {
                             (last.listed, last.fingerprints) = (listed, known);
                             self.parsed.put(slot, last);
                         }
-                        return Ok(TurnRead::Declined);
+                        return Ok(None);
                     }
                 }
             }
         };
         let Some(model_name) = read.conversation.request.as_ref().and_then(|r| r.model.clone()) else {
             // the upstream says what it thinks of a request without a model
-            return Ok(TurnRead::Answered(Outcome::skipped("none (no model)".into())));
+            return Ok(Some(Outcome::skipped("none (no model)".into())));
         };
         let Ok(model) = self.registry.lookup(&model_name) else {
-            return Ok(TurnRead::Answered(Outcome::skipped(format!("none (unknown model {model_name:?})"))));
+            return Ok(Some(Outcome::skipped(format!("none (unknown model {model_name:?})"))));
         };
-        let fingerprints = fingerprints_of(&read, &known);
+        let mut fingerprints = fingerprints_of(&read, &known);
         let key = self.session_key(api, headers, &read.conversation)?;
-        Ok(TurnRead::Turn(Box::new(ReadTurn { body, text, slot, read, fingerprints, key, model })))
-    }
-
-    /// Fits a turn read by [`read_turn`](Fitting::read_turn) as `reach` says, and holds its
-    /// reading as its conversation's last, whether or not it was answered: a whole fit of
-    /// the same body after an appended one that was not reads it all from this reading.
-    fn fit_turn(
-        &self,
-        reach: Reach<'_>,
-        api: Format,
-        policy: &str,
-        turn: ReadTurn<'_>,
-    ) -> Result<Option<Outcome>, ApiError> {
-        let ReadTurn { body, text, slot, mut read, mut fingerprints, key, model } = turn;
         let reading = Reading { text, read: &read, fingerprints: &fingerprints };
         let outcome = self.fit_read(reach, api, policy, reading, model, &key)?;
+        // held whether or not the turn was answered: a whole fit of the same body after an
+        // appended one that was not reads it all from this reading
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
             let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());
@@ -725,10 +647,8 @@ mod tests {
             let named = fitting.previous_key(Format::OpenAi, &none, &next[..cut]);
             assert_eq!(named.as_deref() == Some(key.as_str()), names, "a head of {cut} bytes");
         }
-        // the key is the one the fit of the next turn uses
-        let TurnRead::Turn(turn) = fitting.read_appended_turn(Format::OpenAi, &none, &next).unwrap() else {
-            panic!("a turn that appends")
-        };
-        assert_eq!(turn.key, key);
+        // the key is the one the fit of the next turn is held under
+        fitting.fit(Format::OpenAi, &none, "cache", &next).unwrap();
+        assert_eq!(fitting.previous_key(Format::OpenAi, &none, &next[..HEAD_BYTES]), Some(key));
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{check_policy, Config};
 use crate::errors::{ApiError, Kind};
-use crate::fitting::{Fitting, Outcome, TurnRead};
+use crate::fitting::{Fitting, Outcome};
 use crate::forward::{self, Accounting, Outgoing, Slot};
 use crate::headers;
 use crate::metrics::Metrics;
@@ -343,7 +343,7 @@ impl App {
             let answered = match &self.in_place {
                 InPlace::Never => None,
                 InPlace::Local => {
-                    in_place(api, || self.fitting.answer_appended(api, &parts.headers, &policy, &body))?
+                    in_place(api, || self.fitting.answer_appended(api, &parts.headers, &policy, &body, None))?
                 }
                 InPlace::Peeked(_) => self.answer_peeked(peek, api, &parts.headers, &policy, &body).await?,
             };
@@ -407,20 +407,15 @@ impl App {
         policy: &str,
         body: &Bytes,
     ) -> Result<Option<Outcome>, ApiError> {
-        // awaited before the body is read: the conversation's reading is taken out of its
-        // slot by the read, and is not held across an await
+        // awaited before the body is read: the read takes the conversation's last reading out
+        // of its slot, which must not stay empty across an await
         let Some(peeked) = (match early {
             Some(task) => task.await.ok().flatten(),
             None => None,
         }) else {
             return Ok(None);
         };
-        let turn = match in_place(api, || self.fitting.read_appended_turn(api, headers, body))? {
-            TurnRead::Answered(outcome) => return Ok(Some(outcome)),
-            TurnRead::Declined => return Ok(None),
-            TurnRead::Turn(turn) => turn,
-        };
-        in_place(api, || self.fitting.answer_read_turn(api, policy, *turn, Some(&peeked)))
+        in_place(api, || self.fitting.answer_appended(api, headers, policy, body, Some(&peeked)))
     }
 
     /// What a request is known by from its arrival.
