@@ -196,6 +196,7 @@ impl Fitting {
     /// place on an async worker when the store reads locally: a hop to the blocking pool and
     /// back costs more than the turn (two thread wake-ups, and the tail of a busy machine's
     /// scheduling).
+    ///
     /// On a store read over the network, `peeked` is what an async client read of it for
     /// the conversation (the one [`previous_key`](Fitting::previous_key) names): the turn is
     /// answered only if that is the conversation the body turns out to continue.
