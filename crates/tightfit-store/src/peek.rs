@@ -9,14 +9,9 @@
 //! [`Session::answer_appended_peeked`](tightfit::session::Session::answer_appended_peeked).
 //! A peek never writes; what the store holds is written by the store itself.
 
-use std::time::Duration;
-
 use tightfit::session::{store_keys, Peeked, StoreError, StoreErrorKind};
 
 use crate::StoreSpec;
-
-/// How long connecting may take before [`Peeker::open`] or a reconnecting peek fails.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// An async reader of a Redis or PostgreSQL store's checkpoint versions (feature `peek`).
 /// Cloning shares the connection. Costs one connection to the server per peeker.
@@ -91,9 +86,13 @@ mod redis_peek {
     use redis::aio::{ConnectionManager, ConnectionManagerConfig};
     use tightfit::session::{StoreError, StoreErrorKind, StoreKeys};
 
-    use super::{Client, Peeker, CONNECT_TIMEOUT};
+    use super::{Client, Peeker};
     use crate::redis_store::{classify, redis_key};
     use crate::url::redacted;
+
+    /// How long connecting, or one answer, may take before a peek fails (the PostgreSQL
+    /// peeker takes the store's own timeouts, from its connection settings).
+    const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
     pub(super) async fn open(url: &str) -> Result<Peeker, StoreError> {
         let name = redacted(url);
@@ -142,8 +141,8 @@ mod postgres_peek {
     use tightfit::session::{StoreError, StoreErrorKind, StoreKeys};
     use tokio_postgres::{Client as PgClient, Config, NoTls, Statement};
 
-    use super::{Client, Peeker, CONNECT_TIMEOUT};
-    use crate::postgres_store::describe;
+    use super::{Client, Peeker};
+    use crate::postgres_store::settings;
 
     /// Both reads in one statement: the version's bytes, and whether the checkpoint exists.
     const PEEK: &str = "SELECT (SELECT checkpoint FROM tightfit_checkpoints WHERE key = $1), \
@@ -159,24 +158,7 @@ mod postgres_peek {
     }
 
     pub(super) async fn open(url: &str) -> Result<Peeker, StoreError> {
-        let mut config: Config = url.parse().map_err(|e| {
-            StoreError::new(
-                StoreErrorKind::Open,
-                crate::url::redacted(url),
-                format!("not a PostgreSQL URL: {e}"),
-            )
-        })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
-        if config.get_options().is_none() {
-            let millis = CONNECT_TIMEOUT.as_millis();
-            config.options(format!("-c statement_timeout={millis}"));
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("tightfit-peek");
-        }
-        let name = describe(&postgres::Config::from(config.clone()));
+        let (config, name) = settings(url, "tightfit-peek")?;
         let client = Reconnecting {
             config,
             name: name.clone(),

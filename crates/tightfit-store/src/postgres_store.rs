@@ -76,31 +76,8 @@ impl PostgresStore {
     /// login or a missing database, `Unavailable` when the server does not answer within 5 s,
     /// `Version` or `Corrupt` for tables a newer tightfit or another program made.
     pub fn open(url: &str) -> Result<PostgresStore, StoreError> {
-        let mut config: Config = url.parse().map_err(|e| {
-            StoreError::new(
-                StoreErrorKind::Open,
-                crate::url::redacted(url),
-                format!("not a PostgreSQL URL: {e}"),
-            )
-        })?;
-        let name = describe(&config);
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(StoreError::new(
-                StoreErrorKind::Open,
-                name,
-                "TLS (sslmode=require) is not supported by this build; connect over a trusted network or a Unix socket",
-            ));
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(TIMEOUT);
-        }
-        if config.get_options().is_none() {
-            let millis = TIMEOUT.as_millis();
-            config.options(&format!("-c statement_timeout={millis} -c lock_timeout={millis}"));
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("tightfit");
-        }
+        let (config, name) = settings(url, "tightfit")?;
+        let config = Config::from(config);
         let mut client =
             config.connect(NoTls).map_err(|e| classify(&name, "cannot connect", &e, StoreErrorKind::Open))?;
         prepare_schema(&mut client, &name)?;
@@ -256,7 +233,36 @@ fn foreign(name: &str, what: &str) -> StoreError {
 
 /// `postgres://user@host:port/db` from a configuration: what a person needs to find the
 /// store, never the password.
-pub(crate) fn describe(config: &Config) -> String {
+/// The connection settings of the database at `url`, as every client of the store uses them
+/// (the store's own, and the async peeker's), and its name for errors: TLS refused (this
+/// build has none), and unless the URL says otherwise, a 5 s connect timeout, 5 s statement
+/// and lock timeouts, and `application` as the application name.
+pub(crate) fn settings(url: &str, application: &str) -> Result<(tokio_postgres::Config, String), StoreError> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+        StoreError::new(StoreErrorKind::Open, crate::url::redacted(url), format!("not a PostgreSQL URL: {e}"))
+    })?;
+    let name = describe(&config);
+    if config.get_ssl_mode() == SslMode::Require {
+        return Err(StoreError::new(
+            StoreErrorKind::Open,
+            name,
+            "TLS (sslmode=require) is not supported by this build; connect over a trusted network or a Unix socket",
+        ));
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(TIMEOUT);
+    }
+    if config.get_options().is_none() {
+        let millis = TIMEOUT.as_millis();
+        config.options(format!("-c statement_timeout={millis} -c lock_timeout={millis}"));
+    }
+    if config.get_application_name().is_none() {
+        config.application_name(application);
+    }
+    Ok((config, name))
+}
+
+fn describe(config: &tokio_postgres::Config) -> String {
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(host)) => host.clone(),
         Some(Host::Unix(path)) => path.display().to_string(),
