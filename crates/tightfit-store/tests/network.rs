@@ -63,10 +63,10 @@ fn fails_fast_when_gone(store: &dyn Store) {
 /// What a session needs of a shared store to answer a turn in place, read by the async
 /// [`Peeker`](tightfit_store::Peeker) as the store itself holds it: the version's bytes and
 /// whether the checkpoint is there, per conversation; after a restart of the server
-/// (`restart`) the peeker connects again by itself; once the server is gone (`stop`), a
+/// (`restart`) the peeker connects again by itself; once the server is gone (dropped), a
 /// peek fails within its timeout, never hangs.
 #[cfg(feature = "peek")]
-fn peeks_what_the_store_holds(url: &str, restart: impl FnOnce(), stop: impl FnOnce()) {
+fn peeks_what_the_store_holds<S>(mut server: S, url: &str, restart: impl FnOnce(&mut S)) {
     use tightfit::session::{store_keys, Peeked};
     use tightfit_store::Peeker;
 
@@ -90,7 +90,7 @@ fn peeks_what_the_store_holds(url: &str, restart: impl FnOnce(), stop: impl FnOn
     store.save("c3", b"old").unwrap();
     assert_eq!(peek("c3").unwrap(), Peeked { has_checkpoint: true, ..nothing("c3") });
 
-    restart();
+    restart(&mut server);
     // a peek or two may fail while the connection is made again; then they answer
     let started = Instant::now();
     let after = loop {
@@ -104,7 +104,7 @@ fn peeks_what_the_store_holds(url: &str, restart: impl FnOnce(), stop: impl FnOn
     store.save(&keys.version, b"0123456789abcdef").unwrap();
     assert_eq!(peek("c1").unwrap().version.as_deref(), Some(&b"0123456789abcdef"[..]));
 
-    stop();
+    drop(server);
     let started = Instant::now();
     assert!(peek("c1").is_err());
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
@@ -142,13 +142,9 @@ mod redis {
     #[cfg(feature = "peek")]
     #[test]
     fn an_async_peeker_reads_the_versions_and_reconnects() {
-        let server = std::cell::RefCell::new(Some(Redis::start()));
-        let url = server.borrow().as_ref().unwrap().url();
-        peeks_what_the_store_holds(
-            &url,
-            || server.borrow_mut().as_mut().unwrap().restart(),
-            || drop(server.borrow_mut().take()),
-        );
+        let server = Redis::start();
+        let url = server.url();
+        peeks_what_the_store_holds(server, &url, Redis::restart);
     }
 
     #[test]
@@ -212,13 +208,9 @@ mod postgres {
     #[cfg(feature = "peek")]
     #[test]
     fn an_async_peeker_reads_the_versions_and_reconnects() {
-        let server = std::cell::RefCell::new(Some(Postgres::start()));
-        let url = server.borrow().as_ref().unwrap().url();
-        peeks_what_the_store_holds(
-            &url,
-            || server.borrow_mut().as_mut().unwrap().restart(),
-            || drop(server.borrow_mut().take()),
-        );
+        let server = Postgres::start();
+        let url = server.url();
+        peeks_what_the_store_holds(server, &url, Postgres::restart);
     }
 
     #[test]
