@@ -287,8 +287,7 @@ impl Fitting {
         let listed = read.take_listed();
         if let Some(layout) = read.layout {
             let fingerprints = fingerprints.split_off(fingerprints.len() - listed.len());
-            self.parsed
-                .put(slot, Parsed { body: body.clone(), layout, listed, fingerprints, key: Some(key) });
+            self.parsed.put(slot, Parsed { body: body.clone(), layout, listed, fingerprints, key });
         }
         Ok(outcome)
     }

@@ -40,8 +40,8 @@ pub struct Parsed {
     /// Their fingerprints ([`tightfit::tokens::message_fingerprint`]), for the session: the
     /// messages the next request takes from this reading are not hashed again.
     pub fingerprints: Vec<u128>,
-    /// The session key it was fitted under (`None`: not fitted).
-    pub key: Option<String>,
+    /// The session key it was fitted under.
+    pub key: String,
 }
 
 /// The conversations' last requests, by slot.
@@ -77,7 +77,7 @@ impl ParsedRequests {
     /// The session key the last request of the conversation in `slot` was fitted under.
     pub fn key_of(&self, slot: u128) -> Option<String> {
         let held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        held.by_slot.get(&slot).and_then(|(parsed, _)| parsed.key.clone())
+        held.by_slot.get(&slot).map(|(parsed, _)| parsed.key.clone())
     }
 
     /// Holds `parsed` as the last request of the conversation in `slot`, dropping the longest
@@ -118,7 +118,13 @@ mod tests {
     fn parsed(bytes: usize) -> Parsed {
         let body = format!(r#"{{"messages":[],"pad":"{}"}}"#, "x".repeat(bytes.saturating_sub(24)));
         let layout = RequestLayout::find(&body, tightfit::Format::OpenAi).unwrap();
-        Parsed { body: Bytes::from(body), layout, listed: Vec::new(), fingerprints: Vec::new(), key: None }
+        Parsed {
+            body: Bytes::from(body),
+            layout,
+            listed: Vec::new(),
+            fingerprints: Vec::new(),
+            key: String::new(),
+        }
     }
 
     #[test]
