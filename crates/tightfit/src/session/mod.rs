@@ -674,26 +674,19 @@ impl Session {
         if !self.settings.shared_store {
             return Ok(Some(Arc::clone(&held.decision)));
         }
-        if let Some(peeked) = peeked {
-            let latest = peeked.key == key
-                && match (&peeked.version, held.checkpoint) {
-                    (Some(version), Some(hash)) => version.as_slice() == version_of(hash).as_bytes(),
-                    (None, None) => !peeked.has_checkpoint,
-                    _ => false,
-                };
-            return Ok(latest.then(|| Arc::clone(&held.decision)));
-        }
-        let Some(version) = self.store.try_load(&version_key(key)) else {
-            return Ok(None);
-        };
-        let latest = match (version?, held.checkpoint) {
-            (Some(version), Some(hash)) => version == version_of(hash).as_bytes(),
-            // no checkpoint yet, unless one without a version (an older build's) is there
-            (None, None) => match self.store.try_load(key) {
-                Some(checkpoint) => checkpoint?.is_none(),
+        let latest = match peeked {
+            Some(peeked) => {
+                peeked.key == key
+                    && holds_latest(peeked.version.as_deref(), held.checkpoint, || {
+                        Ok(Some(peeked.has_checkpoint))
+                    })?
+            }
+            None => match self.store.try_load(&version_key(key)) {
+                Some(version) => holds_latest(version?.as_deref(), held.checkpoint, || {
+                    self.store.try_load(key).transpose().map(|checkpoint| checkpoint.map(|c| c.is_some()))
+                })?,
                 None => false,
             },
-            _ => false,
         };
         Ok(latest.then(|| Arc::clone(&held.decision)))
     }
@@ -829,6 +822,22 @@ pub struct Peeked {
     pub version: Option<Vec<u8>>,
     /// Whether [`StoreKeys::checkpoint`] holds anything.
     pub has_checkpoint: bool,
+}
+
+/// Whether the checkpoint a session holds (its hash; `None`: none, the initial decision) is
+/// the latest, given the version the store holds for it and, asked only when there is
+/// neither, whether the store holds a checkpoint (one without a version: an older build's;
+/// `Ok(None)`: not known at once, so not the latest).
+fn holds_latest(
+    version: Option<&[u8]>,
+    held: Option<u64>,
+    has_checkpoint: impl FnOnce() -> Result<Option<bool>, StoreError>,
+) -> Result<bool, StoreError> {
+    Ok(match (version, held) {
+        (Some(version), Some(hash)) => version == version_of(hash).as_bytes(),
+        (None, None) => has_checkpoint()? == Some(false),
+        _ => false,
+    })
 }
 
 /// The store key under which the version of conversation `key`'s checkpoint is kept.
