@@ -56,7 +56,7 @@ pub struct History<'a> {
     revision: u64,
     /// The references steps wrote, in the order they were written (message order). One that
     /// stops being true stays here, out of `referrers_of`: indices into this list stay put.
-    references: Vec<Reference>,
+    references: Vec<Reference<'a>>,
     /// Per input index of a message holding an original: the references to it still kept
     /// true (indices into `references`, in the order written). A mend reads only the lists
     /// of the messages it was told changed, never the whole list.
@@ -164,6 +164,16 @@ impl<'a> History<'a> {
     /// The message at `index`.
     pub fn message(&self, index: usize) -> &Message {
         &self.messages[index]
+    }
+
+    /// The message at `index` as the input holds it, if no step changed it: borrowed for as
+    /// long as the input is, so that what a step keeps of it (an original a reference
+    /// replaced) need not be copied.
+    pub(crate) fn unchanged_input(&self, index: usize) -> Option<&'a Message> {
+        match self.messages[index] {
+            Cow::Borrowed(message) => Some(message),
+            Cow::Owned(_) => None,
+        }
     }
 
     /// Where the message at `index` came from.
@@ -509,7 +519,7 @@ impl<'a> History<'a> {
     }
 
     /// Records a reference a step wrote into a message, so that it is kept true.
-    pub(crate) fn refer(&mut self, reference: Reference) {
+    pub(crate) fn refer(&mut self, reference: Reference<'a>) {
         self.referrers_of.entry(reference.target).or_default().push(self.references.len());
         self.references.push(reference);
     }
@@ -626,7 +636,7 @@ impl<'a> History<'a> {
             return;
         }
         let text = restored.render_to(&self.messages[at]);
-        let mut by_message: Vec<(usize, Vec<Reference>)> = Vec::new();
+        let mut by_message: Vec<(usize, Vec<Reference<'a>>)> = Vec::new();
         for &i in rest {
             let reference = &mut self.references[i];
             let before = Reference {

@@ -51,22 +51,26 @@ pub(crate) enum Holds {
 
 /// A reference a step wrote: where, to what, what it replaced, and how to write it again.
 #[derive(Debug, Clone)]
-pub(crate) struct Reference {
+pub(crate) struct Reference<'a> {
     /// The input index of the message that makes the reference.
     pub referrer: usize,
     /// Where in it, and how it is written.
     pub site: Site,
     /// The text the step wrote there.
     pub written: String,
-    /// What was there before: the result's parts, or the one media part.
-    pub original: Vec<Part>,
+    /// What was there before: the result's parts, or the one media part. Borrowed from the
+    /// input when the referrer was still the input's message (a repeated result is usually
+    /// replaced before any other step touched it): a history of thousands of repeats would
+    /// otherwise copy every repeat's content, only to drop the copies unless an original is
+    /// lost.
+    pub original: Cow<'a, [Part]>,
     /// The input index of the message that holds the original.
     pub target: usize,
     /// What that message must still hold.
     pub holds: Holds,
 }
 
-impl Reference {
+impl Reference<'_> {
     /// Whether `message` (the referrer) still holds the reference as it was written.
     pub(crate) fn still_written_in(&self, message: &Message) -> bool {
         match &self.site {
@@ -84,7 +88,7 @@ impl Reference {
         let written = self.written.as_str();
         let replacement = || match text {
             Some(text) => vec![Part::Text(crate::message::TextPart::new(text))],
-            None => self.original.clone(),
+            None => self.original.to_vec(),
         };
         match &self.site {
             Site::Result { key, .. } => {

@@ -22,6 +22,7 @@
 //! content back and the other references point at it (see `history::references`).
 
 use super::shared::written::Written;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::shared::keep::protected_messages;
@@ -137,8 +138,9 @@ impl Step for Dedupe {
             if protected || plan.is_empty() {
                 continue;
             }
-            let references: Vec<Reference> =
-                plan.iter().map(|r| r.reference(input, history.message(i))).collect();
+            let unchanged = history.unchanged_input(i);
+            let references: Vec<Reference<'_>> =
+                plan.iter().map(|r| r.reference(input, history.message(i), unchanged)).collect();
             let detail = plan.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
             if let [Replacement { target: Target::Content, .. }] = plan.as_slice() {
                 // a whole tool message: no need to copy the text that goes
@@ -198,8 +200,14 @@ struct Replacement {
 
 impl Replacement {
     /// The reference this replacement writes into `message` (input index `input`), for the
-    /// history to keep true: made before the message changes, holding what it replaces.
-    fn reference(&self, input: usize, message: &Message) -> Reference {
+    /// history to keep true: made before the message changes, holding what it replaces
+    /// (borrowed from the input when `unchanged` is the input's own `message`).
+    fn reference<'a>(
+        &self,
+        input: usize,
+        message: &Message,
+        unchanged: Option<&'a Message>,
+    ) -> Reference<'a> {
         let result_key = |block: Option<usize>| match block {
             Some(b) => match message.parts.get(b) {
                 Some(Part::ToolResult(r)) => Some(r.tool_use_id.clone()),
@@ -207,30 +215,22 @@ impl Replacement {
             },
             None => message.tool_call_id.clone().or_else(|| message.name.clone()),
         };
-        let (site, original) = match (self.target, &self.template) {
-            (Target::Content, (template, _)) => (
-                Site::Result { key: result_key(None).unwrap_or_default(), template: template.clone() },
-                message.parts.clone(),
-            ),
-            (Target::Block(b), (template, _)) => (
-                Site::Result { key: result_key(Some(b)).unwrap_or_default(), template: template.clone() },
-                match message.parts.get(b) {
-                    Some(Part::ToolResult(r)) => r.parts.clone(),
-                    _ => Vec::new(),
-                },
-            ),
-            (Target::Part(block, p), (template, kind)) => {
-                let scope = block.and_then(|b| result_key(Some(b)));
-                let part = match block {
-                    Some(b) => match message.parts.get(b) {
-                        Some(Part::ToolResult(r)) => r.parts.get(p).cloned(),
-                        _ => None,
-                    },
-                    None => message.parts.get(p).cloned(),
-                };
-                let site = Site::Media { scope, template: template.clone(), kind: kind.unwrap_or("file") };
-                (site, part.into_iter().collect())
+        let original = match unchanged {
+            Some(input) => Cow::Borrowed(self.target.replaced(input)),
+            None => Cow::Owned(self.target.replaced(message).to_vec()),
+        };
+        let site = match (self.target, &self.template) {
+            (Target::Content, (template, _)) => {
+                Site::Result { key: result_key(None).unwrap_or_default(), template: template.clone() }
             }
+            (Target::Block(b), (template, _)) => {
+                Site::Result { key: result_key(Some(b)).unwrap_or_default(), template: template.clone() }
+            }
+            (Target::Part(block, _), (template, kind)) => Site::Media {
+                scope: block.and_then(|b| result_key(Some(b))),
+                template: template.clone(),
+                kind: kind.unwrap_or("file"),
+            },
         };
         Reference {
             referrer: input,
@@ -239,6 +239,25 @@ impl Replacement {
             original,
             target: self.first.0,
             holds: self.first.1,
+        }
+    }
+}
+
+impl Target {
+    /// What a replacement at this target replaces in `message`: the result's parts, or the
+    /// one media part (nothing where the message has no such place).
+    fn replaced(self, message: &Message) -> &[Part] {
+        let result = |b: usize| match message.parts.get(b) {
+            Some(Part::ToolResult(r)) => r.parts.as_slice(),
+            _ => &[],
+        };
+        match self {
+            Target::Content => &message.parts,
+            Target::Block(b) => result(b),
+            Target::Part(block, p) => {
+                let parts = block.map_or(message.parts.as_slice(), result);
+                parts.get(p).map_or(&[], std::slice::from_ref)
+            }
         }
     }
 }
