@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use crate::format::Format;
+pub use crate::history_message::HistoryMessage;
 use crate::message::{ContentForm, Message, Part, Role, Tool};
 use crate::plan::{input_fingerprint, Plan};
 pub use crate::record::Origin;
@@ -31,7 +32,7 @@ const INSERT_ROOM: usize = 8;
 /// A history being fitted: messages, their tokens, and the record of every change.
 #[derive(Debug)]
 pub struct History<'a> {
-    messages: Vec<Cow<'a, Message>>,
+    messages: Vec<HistoryMessage<'a>>,
     meta: Vec<Meta>,
     /// What each dropped input message was dropped by: (input index, step, reason). Shared
     /// strings: a step that drops a thousand messages records one step name and one reason.
@@ -47,10 +48,12 @@ pub struct History<'a> {
     provider: Format,
     input_len: usize,
     step: Arc<str>,
-    units: OnceLock<Vec<Unit>>,
+    /// Shared, so that a step can hold them while it changes the history, and the input's
+    /// can be kept for the plan, without copying a list as long as the history.
+    units: OnceLock<Arc<[Unit]>>,
     /// The units of the input, when they were worked out before the first change (kept for
     /// the plan, which describes the input by its units).
-    input_units: Option<Vec<Unit>>,
+    input_units: Option<Arc<[Unit]>>,
     /// The input's fingerprint for the plan, from the message fingerprints counting gave.
     input_fingerprint: String,
     revision: u64,
@@ -111,7 +114,7 @@ impl<'a> History<'a> {
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
         let message_tokens = meta.iter().map(|m| m.tokens).sum();
         let mut borrowed = Vec::with_capacity(capacity);
-        borrowed.extend(messages.iter().map(Cow::Borrowed));
+        borrowed.extend(messages.iter().map(HistoryMessage::Input));
         History {
             messages: borrowed,
             meta,
@@ -157,7 +160,7 @@ impl<'a> History<'a> {
     }
 
     /// The messages, in order.
-    pub fn messages(&self) -> &[Cow<'a, Message>] {
+    pub fn messages(&self) -> &[HistoryMessage<'a>] {
         &self.messages
     }
 
@@ -171,8 +174,8 @@ impl<'a> History<'a> {
     /// replaced) need not be copied.
     pub(crate) fn unchanged_input(&self, index: usize) -> Option<&'a Message> {
         match self.messages[index] {
-            Cow::Borrowed(message) => Some(message),
-            Cow::Owned(_) => None,
+            HistoryMessage::Input(message) => Some(message),
+            HistoryMessage::Changed(_) => None,
         }
     }
 
@@ -224,7 +227,16 @@ impl<'a> History<'a> {
 
     /// The units of the current messages (computed once after each change).
     pub fn units(&self) -> &[Unit] {
-        self.units.get_or_init(|| units(&self.messages))
+        self.shared_units_ref()
+    }
+
+    /// [`units`](History::units), to hold while the history changes.
+    pub(crate) fn shared_units(&self) -> Arc<[Unit]> {
+        Arc::clone(self.shared_units_ref())
+    }
+
+    fn shared_units_ref(&self) -> &Arc<[Unit]> {
+        self.units.get_or_init(|| units(&self.messages).into())
     }
 
     /// The index of the newest user turn among [`units`](History::units): the last user
@@ -413,11 +425,11 @@ impl<'a> History<'a> {
         form: ContentForm,
     ) -> isize {
         match &mut self.messages[index] {
-            Cow::Owned(message) => {
+            HistoryMessage::Changed(message) => {
                 message.parts = parts;
                 message.content_form = form;
             }
-            Cow::Borrowed(message) => {
+            HistoryMessage::Input(message) => {
                 let replacement = Message {
                     role: message.role,
                     parts,
@@ -426,7 +438,7 @@ impl<'a> History<'a> {
                     content_form: form,
                     extra: message.extra.clone(),
                 };
-                self.messages[index] = Cow::Owned(replacement);
+                self.messages[index] = HistoryMessage::Changed(Box::new(replacement));
             }
         }
         let saved = self.recount(index, kind, detail.into());
@@ -450,7 +462,7 @@ impl<'a> History<'a> {
         detail: impl Into<String>,
         message: Message,
     ) -> isize {
-        self.messages[index] = Cow::Owned(message);
+        self.messages[index] = HistoryMessage::Changed(Box::new(message));
         self.edit(index, kind, detail, |_| {})
     }
 
@@ -665,7 +677,7 @@ impl<'a> History<'a> {
     /// result), recording `detail`.
     pub fn insert(&mut self, index: usize, message: Message, detail: impl Into<String>) {
         let meta = self.inserted_meta(&message, detail.into());
-        self.messages.insert(index, Cow::Owned(message));
+        self.messages.insert(index, HistoryMessage::Changed(Box::new(message)));
         self.meta.insert(index, meta);
         self.positions = None;
         self.changed();
@@ -692,7 +704,7 @@ impl<'a> History<'a> {
         for (index, (message, meta)) in old_messages.into_iter().zip(old_meta).enumerate() {
             while let Some((_, message, detail)) = inserts.next_if(|(at, ..)| *at <= index) {
                 let meta = self.inserted_meta(&message, detail);
-                self.messages.push(Cow::Owned(message));
+                self.messages.push(HistoryMessage::Changed(Box::new(message)));
                 self.meta.push(meta);
             }
             self.messages.push(message);
@@ -700,7 +712,7 @@ impl<'a> History<'a> {
         }
         for (_, message, detail) in inserts {
             let meta = self.inserted_meta(&message, detail);
-            self.messages.push(Cow::Owned(message));
+            self.messages.push(HistoryMessage::Changed(Box::new(message)));
             self.meta.push(meta);
         }
         self.positions = None;
@@ -724,12 +736,12 @@ impl<'a> History<'a> {
     pub fn finish(mut self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
         let input_units = match (self.revision, self.input_units.take()) {
             (_, Some(units)) => units,
-            (0, None) => self.units.take().unwrap_or_else(|| units(input)),
-            (_, None) => units(input),
+            (0, None) => self.units.take().unwrap_or_else(|| units(input).into()),
+            (_, None) => units(input).into(),
         };
-        let input = (input, input_units.as_slice(), std::mem::take(&mut self.input_fingerprint));
+        let input = (input, &input_units[..], std::mem::take(&mut self.input_fingerprint));
         let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);
-        (self.messages, plan, self.cache)
+        (self.messages.into_iter().map(HistoryMessage::into_cow).collect(), plan, self.cache)
     }
 }
 

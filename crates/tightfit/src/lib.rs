@@ -32,6 +32,7 @@ pub mod config;
 pub mod fit;
 pub mod format;
 pub mod history;
+pub(crate) mod history_message;
 #[cfg(feature = "inspect")]
 pub mod inspect;
 pub mod message;

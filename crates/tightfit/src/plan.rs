@@ -14,6 +14,7 @@ use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::{messages_to_value, parse_messages, Format};
+use crate::history_message::HistoryMessage;
 use crate::message::Message;
 pub use crate::record::{Change, ChangeKind};
 use crate::record::{Dropped, Meta, Origin};
@@ -163,7 +164,7 @@ impl Plan {
     pub(crate) fn record(
         (input, input_units, input_fingerprint): (&[Message], &[Unit], String),
         format: Format,
-        output: &[Cow<'_, Message>],
+        output: &[HistoryMessage<'_>],
         meta: &[Meta],
         dropped: &[Dropped],
     ) -> Plan {
@@ -178,14 +179,15 @@ impl Plan {
                 changes[i] = &m.changes;
             }
         }
-        let mut plans = Vec::new();
+        let mut plans = Vec::with_capacity(input_units.len());
         for unit in input_units {
             let range = unit.messages.clone();
             let mut steps: Vec<String> = Vec::new();
             let mut details = Vec::new();
             let mut all_dropped = true;
             let mut any_dropped = false;
-            let mut kinds: Vec<ChangeKind> = Vec::new();
+            // which kinds of change the unit's messages went through
+            let (mut changed, mut truncated, mut replaced) = (false, false, false);
             for i in range.clone() {
                 let mut note = |step: &str, line: String| {
                     if !steps.iter().any(|s| s == step) {
@@ -194,7 +196,9 @@ impl Plan {
                     details.push(line);
                 };
                 for change in changes[i] {
-                    kinds.push(change.kind);
+                    changed = true;
+                    truncated |= change.kind == ChangeKind::Truncated;
+                    replaced |= change.kind == ChangeKind::Replaced;
                     note(&change.step, detail_line(i, kind_word(change.kind), &change.step, &change.detail));
                 }
                 match fate[i] {
@@ -209,11 +213,11 @@ impl Plan {
                 UnitAction::Dropped
             } else if any_dropped {
                 UnitAction::Edited
-            } else if kinds.contains(&ChangeKind::Truncated) {
+            } else if truncated {
                 UnitAction::Truncated
-            } else if kinds.contains(&ChangeKind::Replaced) {
+            } else if replaced {
                 UnitAction::Replaced
-            } else if kinds.is_empty() {
+            } else if !changed {
                 UnitAction::Kept
             } else {
                 UnitAction::Edited
@@ -231,9 +235,9 @@ impl Plan {
             .zip(meta)
             .map(|(message, meta)| {
                 let (input, message) = match (meta.origin, message) {
-                    (Origin::Input(i), Cow::Borrowed(_)) => (Some(i), None),
-                    (Origin::Input(i), Cow::Owned(m)) if *m == input[i] => (Some(i), None),
-                    (Origin::Input(i), Cow::Owned(m)) => (Some(i), Some(write_one(m, format))),
+                    (Origin::Input(i), HistoryMessage::Input(_)) => (Some(i), None),
+                    (Origin::Input(i), HistoryMessage::Changed(m)) if **m == input[i] => (Some(i), None),
+                    (Origin::Input(i), HistoryMessage::Changed(m)) => (Some(i), Some(write_one(m, format))),
                     (Origin::Inserted, m) => {
                         // the first change of a written message is its writing
                         let mut steps: Vec<String> = Vec::new();

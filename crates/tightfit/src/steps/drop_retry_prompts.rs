@@ -218,7 +218,7 @@ impl DropRetryPrompts {
     fn drop_prompts(&self, history: &mut History<'_>) {
         let current = self.current_turn_start(history);
         let protected = history.protected_units(self.keep);
-        let units = history.units().to_vec();
+        let units = history.shared_units();
         let last_step = units.iter().rposition(|u| u.kind == UnitKind::AssistantStep);
         let mut drop = vec![false; units.len()];
         let mut edits = Vec::new();

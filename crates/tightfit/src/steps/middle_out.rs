@@ -255,7 +255,7 @@ impl Step for MiddleOut {
         let budget = budget.saturating_sub(reserve);
         let messages_before = history.len();
         let (protected, preferred) = self.reserved(history);
-        let units = history.units().to_vec();
+        let units = history.shared_units();
         let tokens: Vec<usize> = units.iter().map(|u| history.tokens_of(u.messages.clone())).collect();
         let candidates: Vec<usize> = (0..units.len()).filter(|&i| !protected[i] && !preferred[i]).collect();
         // middle first, then alternately older and newer neighbours
@@ -311,7 +311,7 @@ impl MiddleOut {
             return;
         }
         let (protected, _) = self.reserved(history);
-        let units = history.units().to_vec();
+        let units = history.shared_units();
         let eligible: Vec<usize> = units
             .iter()
             .zip(&protected)
@@ -323,7 +323,7 @@ impl MiddleOut {
         }
         if history.total_tokens() > budget {
             let (protected, _) = self.reserved(history);
-            let units = history.units().to_vec();
+            let units = history.shared_units();
             let mut excess = history.total_tokens() - budget;
             let mut drop = vec![false; units.len()];
             for (i, unit) in units.iter().enumerate() {

@@ -144,7 +144,7 @@ impl Step for TokenBudget {
         if self.min_tokens.is_some_and(|min| total < min) || total <= budget {
             return Ok(());
         }
-        let units = history.units().to_vec();
+        let units = history.shared_units();
         let unit_tokens: Vec<usize> = units.iter().map(|u| history.tokens_of(u.messages.clone())).collect();
         let mut mask = protected(history, self.keep);
         let mut used = history.fixed_tokens()
