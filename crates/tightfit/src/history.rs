@@ -50,10 +50,10 @@ pub struct History<'a> {
     step: Arc<str>,
     /// Shared, so that a step can hold them while it changes the history, and the input's
     /// can be kept for the plan, without copying a list as long as the history.
-    units: OnceLock<Arc<[Unit]>>,
+    units: OnceLock<Arc<Vec<Unit>>>,
     /// The units of the input, when they were worked out before the first change (kept for
     /// the plan, which describes the input by its units).
-    input_units: Option<Arc<[Unit]>>,
+    input_units: Option<Arc<Vec<Unit>>>,
     /// The input's fingerprint for the plan, from the message fingerprints counting gave.
     input_fingerprint: String,
     revision: u64,
@@ -231,12 +231,12 @@ impl<'a> History<'a> {
     }
 
     /// [`units`](History::units), to hold while the history changes.
-    pub(crate) fn shared_units(&self) -> Arc<[Unit]> {
+    pub(crate) fn shared_units(&self) -> Arc<Vec<Unit>> {
         Arc::clone(self.shared_units_ref())
     }
 
-    fn shared_units_ref(&self) -> &Arc<[Unit]> {
-        self.units.get_or_init(|| units(&self.messages).into())
+    fn shared_units_ref(&self) -> &Arc<Vec<Unit>> {
+        self.units.get_or_init(|| Arc::new(units(&self.messages)))
     }
 
     /// The index of the newest user turn among [`units`](History::units): the last user
@@ -511,6 +511,7 @@ impl<'a> History<'a> {
         let meta = std::mem::replace(&mut self.meta, Vec::with_capacity(capacity));
         self.positions = None;
         let first_dropped = self.dropped.len();
+        self.dropped.reserve(dropped);
         for ((message, meta), keep) in messages.into_iter().zip(meta).zip(keep) {
             if *keep {
                 self.messages.push(message);
@@ -736,8 +737,8 @@ impl<'a> History<'a> {
     pub fn finish(mut self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
         let input_units = match (self.revision, self.input_units.take()) {
             (_, Some(units)) => units,
-            (0, None) => self.units.take().unwrap_or_else(|| units(input).into()),
-            (_, None) => units(input).into(),
+            (0, None) => self.units.take().unwrap_or_else(|| Arc::new(units(input))),
+            (_, None) => Arc::new(units(input)),
         };
         let input = (input, &input_units[..], std::mem::take(&mut self.input_fingerprint));
         let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);

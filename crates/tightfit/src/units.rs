@@ -83,7 +83,9 @@ impl Unit {
 pub fn units<M: Borrow<Message>>(messages: &[M]) -> Vec<Unit> {
     let messages: Vec<&Message> = messages.iter().map(Borrow::borrow).collect();
     let messages = messages.as_slice();
-    let mut units = Vec::new();
+    // at most one unit a message; made at that size, the list is written once instead of
+    // grown (and copied) from empty, and the pages it does not use are never touched
+    let mut units = Vec::with_capacity(messages.len());
     let mut i = 0;
     while i < messages.len() {
         let message = &messages[i];
