@@ -418,7 +418,9 @@ fn empty_arguments(style: CallStyle) -> Arguments {
 
 /// Every tool result in message order, with the call it answers where there is one.
 fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
-    let mut sites = Vec::new();
+    // a result a message, usually (Anthropic's may hold several): made at that size, the
+    // list is not grown and copied from empty over a long history
+    let mut sites = Vec::with_capacity(history.len());
     // the calls of the step, by the key results name them with (the first call of a key)
     let mut calls: foldhash::HashMap<CallKeyRef<'h>, (&'h str, usize, usize)> = Default::default();
     for (u, unit) in history.units().iter().enumerate() {
