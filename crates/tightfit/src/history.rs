@@ -70,7 +70,7 @@ pub struct History<'a> {
     /// Where each input message stands now, built when references are first mended and kept
     /// until a message is inserted or removed: steps that edit many referenced originals one
     /// by one (clearing, truncating) would otherwise map the whole history once per edit.
-    positions: Option<foldhash::HashMap<usize, usize>>,
+    positions: Option<Positions>,
     /// Input messages before this index are pinned ([`History::pin_inputs_before`]).
     pinned_before: usize,
 }
@@ -409,6 +409,11 @@ impl<'a> History<'a> {
         let saved = meta.tokens as isize - tokens as isize;
         self.message_tokens = self.message_tokens + tokens - meta.tokens;
         meta.tokens = tokens;
+        // most changed messages change once: room for one, not the four a push from empty
+        // reserves (a change is 48 bytes, and a long history has thousands of them)
+        if meta.changes.capacity() == 0 {
+            meta.changes.reserve_exact(1);
+        }
         meta.changes.push(Change { step: Arc::clone(&self.step), kind, detail });
         saved
     }
@@ -589,15 +594,7 @@ impl<'a> History<'a> {
         touched.dedup();
         let position = match self.positions.take() {
             Some(position) => position,
-            None => self
-                .meta
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| match m.origin {
-                    Origin::Input(input) => Some((input, i)),
-                    Origin::Inserted => None,
-                })
-                .collect(),
+            None => Positions::of(&self.meta, self.input_len),
         };
         for target in touched {
             let Some(members) = self.referrers_of.remove(&target) else { continue };
@@ -612,7 +609,7 @@ impl<'a> History<'a> {
             }
             let mut still = Vec::new();
             for (original, members) in groups {
-                if position.get(&target).is_some_and(|&t| holds(&self.messages[t], original)) {
+                if position.get(target).is_some_and(|t| holds(&self.messages[t], original)) {
                     still.extend(members);
                     continue;
                 }
@@ -621,7 +618,7 @@ impl<'a> History<'a> {
                     .into_iter()
                     .filter(|&i| {
                         let r = &self.references[i];
-                        position.get(&r.referrer).is_some_and(|&m| r.still_written_in(&self.messages[m]))
+                        position.get(r.referrer).is_some_and(|m| r.still_written_in(&self.messages[m]))
                     })
                     .collect();
                 let Some((&first, rest)) = live.split_first() else { continue };
@@ -637,9 +634,9 @@ impl<'a> History<'a> {
 
     /// Puts the original of reference `first` back where that reference is written, and
     /// points the references `rest` (to the same original) at it: one edit per message.
-    fn restore(&mut self, first: usize, rest: &[usize], position: &foldhash::HashMap<usize, usize>) {
+    fn restore(&mut self, first: usize, rest: &[usize], position: &Positions) {
         let restored = self.references[first].clone();
-        let at = position[&restored.referrer];
+        let at = position.at(restored.referrer);
         let detail = format!(
             "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
             restored.written, self.step
@@ -657,7 +654,7 @@ impl<'a> History<'a> {
                 ..reference.clone()
             };
             reference.target = restored.referrer;
-            let m = position[&reference.referrer];
+            let m = position.at(reference.referrer);
             match by_message.last_mut() {
                 Some((last, list)) if *last == m => list.push(before),
                 _ => by_message.push((m, vec![before])),
@@ -743,6 +740,36 @@ impl<'a> History<'a> {
         let input = (input, &input_units[..], std::mem::take(&mut self.input_fingerprint));
         let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);
         (self.messages.into_iter().map(HistoryMessage::into_cow).collect(), plan, self.cache)
+    }
+}
+
+/// Where each input message stands in the history now: one slot per input index, so a
+/// lookup is an index into a list of eight bytes a message rather than a probe into a table
+/// five times that size.
+#[derive(Debug)]
+struct Positions(Vec<usize>);
+
+impl Positions {
+    const GONE: usize = usize::MAX;
+
+    fn of(meta: &[Meta], input_len: usize) -> Positions {
+        let mut at = vec![Positions::GONE; input_len];
+        for (i, m) in meta.iter().enumerate() {
+            if let Origin::Input(input) = m.origin {
+                at[input] = i;
+            }
+        }
+        Positions(at)
+    }
+
+    /// Where input message `input` stands, if it is still there.
+    fn get(&self, input: usize) -> Option<usize> {
+        self.0.get(input).copied().filter(|&at| at != Positions::GONE)
+    }
+
+    /// Where input message `input`, still there, stands.
+    fn at(&self, input: usize) -> usize {
+        self.get(input).expect("a reference's own message is still in the history")
     }
 }
 

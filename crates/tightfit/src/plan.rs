@@ -182,8 +182,11 @@ impl Plan {
         let mut plans = Vec::with_capacity(input_units.len());
         for unit in input_units {
             let range = unit.messages.clone();
-            let mut steps: Vec<String> = Vec::new();
-            let mut details = Vec::new();
+            // made at their size: most units of a long history get one line a message from
+            // one step (dropped), and a list grown from empty reserves room for four
+            let lines: usize = range.clone().map(|i| changes[i].len() + usize::from(fate[i].is_some())).sum();
+            let mut steps: Vec<String> = Vec::with_capacity(lines.min(1));
+            let mut details = Vec::with_capacity(lines);
             let mut all_dropped = true;
             let mut any_dropped = false;
             // which kinds of change the unit's messages went through

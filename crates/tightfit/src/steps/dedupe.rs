@@ -329,6 +329,7 @@ impl Dedupe {
         if big_enough && reference.len() < text.len() {
             let target = block.map_or(Target::Content, Target::Block);
             let detail = format!("the result of {id}: identical to the result of {first}");
+            first_room(plan);
             plan.push(Replacement {
                 target,
                 text: reference,
@@ -359,6 +360,7 @@ impl Dedupe {
                 let (place, message) = first.get();
                 let text = self.media_placeholder.replace("{kind}", kind).replace("{at}", place);
                 let detail = format!("a repeated {kind}, identical to the one in {place}");
+                first_room(plan);
                 plan.push(Replacement {
                     target,
                     text,
@@ -368,6 +370,14 @@ impl Dedupe {
                 });
             }
         }
+    }
+}
+
+/// Room for one replacement in a message's empty plan, not the four a push from empty
+/// reserves: a message repeats one result, usually, and a replacement is over a hundred bytes.
+fn first_room(plan: &mut Vec<Replacement>) {
+    if plan.capacity() == 0 {
+        plan.reserve_exact(1);
     }
 }
 
