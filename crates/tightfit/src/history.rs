@@ -114,7 +114,7 @@ impl<'a> History<'a> {
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
         let message_tokens = meta.iter().map(|m| m.tokens).sum();
         let mut borrowed = Vec::with_capacity(capacity);
-        borrowed.extend(messages.iter().map(HistoryMessage::Input));
+        borrowed.extend(messages.iter().map(HistoryMessage::input));
         History {
             messages: borrowed,
             meta,
@@ -173,10 +173,7 @@ impl<'a> History<'a> {
     /// long as the input is, so that what a step keeps of it (an original a reference
     /// replaced) need not be copied.
     pub(crate) fn unchanged_input(&self, index: usize) -> Option<&'a Message> {
-        match self.messages[index] {
-            HistoryMessage::Input(message) => Some(message),
-            HistoryMessage::Changed(_) => None,
-        }
+        self.messages[index].as_input()
     }
 
     /// Where the message at `index` came from.
@@ -429,12 +426,8 @@ impl<'a> History<'a> {
         parts: Vec<Part>,
         form: ContentForm,
     ) -> isize {
-        match &mut self.messages[index] {
-            HistoryMessage::Changed(message) => {
-                message.parts = parts;
-                message.content_form = form;
-            }
-            HistoryMessage::Input(message) => {
+        match self.messages[index].as_input() {
+            Some(message) => {
                 let replacement = Message {
                     role: message.role,
                     parts,
@@ -443,7 +436,13 @@ impl<'a> History<'a> {
                     content_form: form,
                     extra: message.extra.clone(),
                 };
-                self.messages[index] = HistoryMessage::Changed(Box::new(replacement));
+                self.messages[index] = HistoryMessage::changed(replacement);
+            }
+            None => {
+                // already the history's own copy: changed where it is
+                let message = self.messages[index].to_mut();
+                message.parts = parts;
+                message.content_form = form;
             }
         }
         let saved = self.recount(index, kind, detail.into());
@@ -467,7 +466,7 @@ impl<'a> History<'a> {
         detail: impl Into<String>,
         message: Message,
     ) -> isize {
-        self.messages[index] = HistoryMessage::Changed(Box::new(message));
+        self.messages[index] = HistoryMessage::changed(message);
         self.edit(index, kind, detail, |_| {})
     }
 
@@ -577,9 +576,10 @@ impl<'a> History<'a> {
     /// Keeps the references to the input messages `touched` (changed or removed) true: for
     /// each original one of them held and holds no more, the first message still holding a
     /// reference to it gets the original back, and the others are pointed at that one.
-    /// Cost: the references to the touched messages, and the messages' origins once until a
-    /// message is inserted or removed; one edit per message whose references change (80,000
-    /// parallel results in one message are one edit).
+    /// Cost: the references to the touched messages, and a list of where every input message
+    /// stands (one slot per input message, however many are left) made once until a message
+    /// is inserted or removed; one edit per message whose references change (80,000 parallel
+    /// results in one message are one edit).
     fn mend(&mut self, touched: &[usize]) {
         if let Some(deferred) = &mut self.deferred_mends {
             deferred.extend(touched.iter().copied().filter(|t| self.referrers_of.contains_key(t)));
@@ -628,7 +628,7 @@ impl<'a> History<'a> {
                 self.referrers_of.insert(target, still);
             }
         }
-        // edits move no message: the map stays true for the next mend
+        // edits move no message: the positions stay true for the next mend
         self.positions = Some(position);
     }
 
@@ -675,7 +675,7 @@ impl<'a> History<'a> {
     /// result), recording `detail`.
     pub fn insert(&mut self, index: usize, message: Message, detail: impl Into<String>) {
         let meta = self.inserted_meta(&message, detail.into());
-        self.messages.insert(index, HistoryMessage::Changed(Box::new(message)));
+        self.messages.insert(index, HistoryMessage::changed(message));
         self.meta.insert(index, meta);
         self.positions = None;
         self.changed();
@@ -702,7 +702,7 @@ impl<'a> History<'a> {
         for (index, (message, meta)) in old_messages.into_iter().zip(old_meta).enumerate() {
             while let Some((_, message, detail)) = inserts.next_if(|(at, ..)| *at <= index) {
                 let meta = self.inserted_meta(&message, detail);
-                self.messages.push(HistoryMessage::Changed(Box::new(message)));
+                self.messages.push(HistoryMessage::changed(message));
                 self.meta.push(meta);
             }
             self.messages.push(message);
@@ -710,7 +710,7 @@ impl<'a> History<'a> {
         }
         for (_, message, detail) in inserts {
             let meta = self.inserted_meta(&message, detail);
-            self.messages.push(HistoryMessage::Changed(Box::new(message)));
+            self.messages.push(HistoryMessage::changed(message));
             self.meta.push(meta);
         }
         self.positions = None;

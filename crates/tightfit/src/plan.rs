@@ -238,9 +238,8 @@ impl Plan {
             .zip(meta)
             .map(|(message, meta)| {
                 let (input, message) = match (meta.origin, message) {
-                    (Origin::Input(i), HistoryMessage::Input(_)) => (Some(i), None),
-                    (Origin::Input(i), HistoryMessage::Changed(m)) if **m == input[i] => (Some(i), None),
-                    (Origin::Input(i), HistoryMessage::Changed(m)) => (Some(i), Some(write_one(m, format))),
+                    (Origin::Input(i), m) if m.is_input() || **m == input[i] => (Some(i), None),
+                    (Origin::Input(i), m) => (Some(i), Some(write_one(m, format))),
                     (Origin::Inserted, m) => {
                         // the first change of a written message is its writing
                         let mut steps: Vec<String> = Vec::new();

@@ -17,7 +17,8 @@
 //!
 //! Cost: nothing for a history without references; otherwise a map lookup per changed or
 //! removed message, the references to an original when it is lost, and a pass over the
-//! messages' origins once until one is inserted or removed.
+//! messages' origins (into a list with a slot per input message) once until one is inserted
+//! or removed.
 
 use std::borrow::Cow;
 use std::hash::Hash;

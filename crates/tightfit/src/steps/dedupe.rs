@@ -549,6 +549,35 @@ mod tests {
         assert_eq!(history.message(0), &input[4]);
     }
 
+    /// A repeat an earlier step had made is replaced from the history's copy, not the
+    /// input's: given back, it is what that step left, not what the caller sent.
+    #[test]
+    fn a_repeat_an_earlier_step_made_gets_back_what_that_step_left() {
+        let (a, b) = (long("alpha"), long("beta"));
+        let input = openai(&format!(
+            r#"[{{"role": "user", "content": "go"}}, {}, {}, {{"role": "user", "content": "next"}}]"#,
+            step("r0", &a),
+            step("r1", &b),
+        ));
+        let cx = StepContext::new(Format::OpenAi);
+        let mut history = History::new(&input, None, &counter(), CountCache::new(), Format::OpenAi);
+        // an earlier step leaves r1's result equal to r0's
+        history.set_step("rewrite");
+        history.edit(4, ChangeKind::Rewritten, "test", |m| {
+            m.parts = vec![Part::Text(TextPart::new(a.as_str()))]
+        });
+        let rewritten = history.message(4).clone();
+        history.set_step("dedupe");
+        Dedupe::default().apply(&mut history, &cx).unwrap();
+        assert_eq!(history.message(4).text_content(), "[identical to the result of tool call r0 above]");
+        // r0's step goes: r1 gets back the text the rewrite left, not the input's
+        history.set_step("keep_last");
+        history.remove(1, "test");
+        history.remove(1, "test");
+        assert_eq!(history.message(2), &rewritten);
+        assert_ne!(history.message(2), &input[4]);
+    }
+
     #[test]
     fn the_newest_user_turn_keeps_its_repeat() {
         let image = r#"{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}"#;
