@@ -32,6 +32,53 @@ thread_local! {
     /// (a Python extension module has under 2 KB of static TLS to share, and each map's
     /// hasher holds a 192-byte secret).
     static PIECES: RefCell<Vec<PieceCache>> = const { RefCell::new(Vec::new()) };
+
+    /// Counts of whole texts up to a limit ([`TokenCounter::count_till_limit`]), per
+    /// encoding, by the text's hash and the limit. Why: `dedupe` and `clear_tool_results`
+    /// check every old tool result against their `min_tokens` on every fit, and a growing
+    /// history is fitted again every turn; splitting a result's start into pieces again each
+    /// time was an eighth of a warm fit. Hashing the text costs a tenth of that.
+    static LIMITED: RefCell<Vec<LimitedCache>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Counts up to a limit, by (text hash, limit); `u32::MAX` for "more than the limit".
+type LimitedCache = foldhash::HashMap<(u128, u32), u32>;
+
+/// Texts shorter than this are split and counted each time (a piece or two: a hash lookup
+/// would save nothing).
+const CACHED_LIMITED_LEN: usize = 64;
+
+/// `count` (the text's count up to `limit`, `None` past it) from this thread's cache number
+/// `slot`, or counted and remembered. Only limits below `u32::MAX` are remembered.
+fn with_limited_cache(
+    slot: usize,
+    text: &str,
+    limit: usize,
+    count: impl FnOnce() -> Option<usize>,
+) -> Option<usize> {
+    let limit32 = match u32::try_from(limit) {
+        Ok(l) if l < u32::MAX && text.len() >= CACHED_LIMITED_LEN => l,
+        _ => return count(),
+    };
+    let key = (xxhash_rust::xxh3::xxh3_128(text.as_bytes()), limit32);
+    let found = LIMITED.with(|cache| cache.borrow().get(slot).and_then(|c| c.get(&key).copied()));
+    if let Some(found) = found {
+        return (found != u32::MAX).then_some(found as usize);
+    }
+    let counted = count();
+    LIMITED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() < CACHE_SLOTS {
+            cache.resize_with(CACHE_SLOTS, LimitedCache::default);
+        }
+        let cache = &mut cache[slot];
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        // a count up to a limit below `u32::MAX` is below it too
+        cache.insert(key, counted.map_or(u32::MAX, |n| n as u32));
+    });
+    counted
 }
 
 /// Runs `f` with this thread's piece cache number `slot`.
@@ -129,19 +176,21 @@ impl TokenCounter for OpenAiEncoding {
             return None;
         }
         let tokenizer = self.tokenizer();
-        with_piece_cache(*self as usize, |cache| {
-            let mut total = 0;
-            for piece in tokenizer.split(text) {
-                total += if piece.len() > CACHED_PIECE_LEN {
-                    tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
-                } else {
-                    count_piece(&tokenizer.bpe, cache, piece)
-                };
-                if total > limit {
-                    return None;
+        with_limited_cache(*self as usize, text, limit, || {
+            with_piece_cache(*self as usize, |cache| {
+                let mut total = 0;
+                for piece in tokenizer.split(text) {
+                    total += if piece.len() > CACHED_PIECE_LEN {
+                        tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
+                    } else {
+                        count_piece(&tokenizer.bpe, cache, piece)
+                    };
+                    if total > limit {
+                        return None;
+                    }
                 }
-            }
-            Some(total)
+                Some(total)
+            })
         })
     }
 }
