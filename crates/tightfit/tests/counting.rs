@@ -68,12 +68,17 @@ fn counting_till_a_limit_agrees_with_counting_everything() {
             let n = encoding.count(text);
             for limit in [0, 1, 7, 64, n.saturating_sub(1), n, n + 1] {
                 let expected = (n <= limit).then_some(n);
-                // the second time from the cache of texts counted up to a limit
-                for time in ["first", "second"] {
+                // `_again` remembers: its second answer comes from the cache
+                let answers = [
+                    ("count_till_limit", encoding.count_till_limit(text, limit)),
+                    ("count_till_limit_again", encoding.count_till_limit_again(text, limit)),
+                    ("count_till_limit_again, remembered", encoding.count_till_limit_again(text, limit)),
+                ];
+                for (how, answer) in answers {
                     assert_eq!(
-                        encoding.count_till_limit(text, limit),
+                        answer,
                         expected,
-                        "{} with limit {limit} on {:?}, the {time} time",
+                        "{} {how} with limit {limit} on {:?}",
                         encoding.name(),
                         truncate(text)
                     );

@@ -452,7 +452,7 @@ fn exceeds(parts: &[Part], threshold: usize, counter: &dyn TokenCounter) -> bool
     let mut left = threshold;
     for part in parts {
         match part {
-            Part::Text(t) => match counter.count_till_limit(&t.text, left) {
+            Part::Text(t) => match counter.count_till_limit_again(&t.text, left) {
                 Some(n) => left -= n,
                 None => return true,
             },

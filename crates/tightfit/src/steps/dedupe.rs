@@ -320,7 +320,8 @@ impl Dedupe {
                 let first = first.get_mut();
                 // counted once per distinct text, however often it repeats
                 let big_enough = *first.big_enough.get_or_insert_with(|| {
-                    self.min_tokens == 0 || counter.count_till_limit(&text, self.min_tokens - 1).is_none()
+                    self.min_tokens == 0
+                        || counter.count_till_limit_again(&text, self.min_tokens - 1).is_none()
                 });
                 (first.id.clone(), big_enough, first.message)
             }

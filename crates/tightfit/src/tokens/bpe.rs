@@ -15,7 +15,8 @@ use super::TokenCounter;
 /// Pieces up to this many bytes are cached (words, numbers, punctuation runs: most pieces).
 pub(super) const CACHED_PIECE_LEN: usize = 24;
 
-/// Entries per encoding and thread before the cache starts over (about 4 MB).
+/// Entries per encoding and thread before a cache starts over (about 4 MB each for the piece
+/// cache and the cache of counts up to a limit).
 const CACHE_CAPACITY: usize = 1 << 16;
 
 /// Token counts of pieces, by piece.
@@ -33,23 +34,30 @@ thread_local! {
     /// hasher holds a 192-byte secret).
     static PIECES: RefCell<Vec<PieceCache>> = const { RefCell::new(Vec::new()) };
 
-    /// Counts of whole texts up to a limit ([`TokenCounter::count_till_limit`]), per
-    /// encoding, by the text's hash and the limit. Why: `dedupe` and `clear_tool_results`
-    /// check every old tool result against their `min_tokens` on every fit, and a growing
-    /// history is fitted again every turn; splitting a result's start into pieces again each
-    /// time was an eighth of a warm fit. Hashing the text costs a tenth of that.
+    /// Counts of whole texts up to a limit ([`TokenCounter::count_till_limit_again`]), per
+    /// OpenAI encoding, by a hash of the text seeded with the limit. Why: `dedupe` and
+    /// `clear_tool_results` check every old tool result against their `min_tokens` on every
+    /// fit, and a growing history is fitted again every turn; splitting a result's start
+    /// into pieces again each time was an eighth of a warm fit. Hashing the text costs a
+    /// tenth of that. Only those repeated questions use it (one-off ones, such as a binary
+    /// search for a cut, would push them out).
     static LIMITED: RefCell<Vec<LimitedCache>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Counts up to a limit, by (text hash, limit); `u32::MAX` for "more than the limit".
-type LimitedCache = foldhash::HashMap<(u128, u32), u32>;
+/// Counts up to a limit, by the text's xxh3-128 seeded with the limit; `u32::MAX` for "more
+/// than the limit". 32 bytes an entry: at most about 4 MB per encoding and thread.
+type LimitedCache = foldhash::HashMap<u128, u32>;
+
+/// One cache of counts up to a limit per OpenAI encoding.
+const LIMITED_SLOTS: usize = 2;
 
 /// Texts shorter than this are split and counted each time (a piece or two: a hash lookup
 /// would save nothing).
 const CACHED_LIMITED_LEN: usize = 64;
 
 /// `count` (the text's count up to `limit`, `None` past it) from this thread's cache number
-/// `slot`, or counted and remembered. Only limits below `u32::MAX` are remembered.
+/// `slot`, or counted and remembered. Texts under [`CACHED_LIMITED_LEN`] bytes and limits
+/// of `u32::MAX` or more are counted each time.
 fn with_limited_cache(
     slot: usize,
     text: &str,
@@ -60,7 +68,7 @@ fn with_limited_cache(
         Ok(l) if l < u32::MAX && text.len() >= CACHED_LIMITED_LEN => l,
         _ => return count(),
     };
-    let key = (xxhash_rust::xxh3::xxh3_128(text.as_bytes()), limit32);
+    let key = xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), u64::from(limit32));
     let found = LIMITED.with(|cache| cache.borrow().get(slot).and_then(|c| c.get(&key).copied()));
     if let Some(found) = found {
         return (found != u32::MAX).then_some(found as usize);
@@ -68,8 +76,8 @@ fn with_limited_cache(
     let counted = count();
     LIMITED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if cache.len() < CACHE_SLOTS {
-            cache.resize_with(CACHE_SLOTS, LimitedCache::default);
+        if cache.len() < LIMITED_SLOTS {
+            cache.resize_with(LIMITED_SLOTS, LimitedCache::default);
         }
         let cache = &mut cache[slot];
         if cache.len() >= CACHE_CAPACITY {
@@ -176,21 +184,29 @@ impl TokenCounter for OpenAiEncoding {
             return None;
         }
         let tokenizer = self.tokenizer();
-        with_limited_cache(*self as usize, text, limit, || {
-            with_piece_cache(*self as usize, |cache| {
-                let mut total = 0;
-                for piece in tokenizer.split(text) {
-                    total += if piece.len() > CACHED_PIECE_LEN {
-                        tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
-                    } else {
-                        count_piece(&tokenizer.bpe, cache, piece)
-                    };
-                    if total > limit {
-                        return None;
-                    }
+        with_piece_cache(*self as usize, |cache| {
+            let mut total = 0;
+            for piece in tokenizer.split(text) {
+                total += if piece.len() > CACHED_PIECE_LEN {
+                    tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
+                } else {
+                    count_piece(&tokenizer.bpe, cache, piece)
+                };
+                if total > limit {
+                    return None;
                 }
-                Some(total)
-            })
+            }
+            Some(total)
         })
+    }
+
+    /// [`count_till_limit`](Self::count_till_limit), remembered per thread by the text and
+    /// the limit (see `LIMITED`); a text too long to be within the limit is answered before
+    /// it is hashed.
+    fn count_till_limit_again(&self, text: &str, limit: usize) -> Option<usize> {
+        if text.len() > limit.saturating_mul(self.longest_token()) {
+            return None;
+        }
+        with_limited_cache(*self as usize, text, limit, || self.count_till_limit(text, limit))
     }
 }

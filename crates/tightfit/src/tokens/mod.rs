@@ -54,6 +54,13 @@ pub trait TokenCounter: Send + Sync {
         (n <= limit).then_some(n)
     }
 
+    /// [`count_till_limit`](TokenCounter::count_till_limit) for a question asked again of
+    /// the same text on every fit (a step's `min_tokens` check of every old tool result of
+    /// a growing history): a backend may remember the answer. The default does not.
+    fn count_till_limit_again(&self, text: &str, limit: usize) -> Option<usize> {
+        self.count_till_limit(text, limit)
+    }
+
     /// The most tokens any text of `bytes` bytes can have, when the tokenizer knows it
     /// without reading the text; `None` (the default) when it does not. A caller that only
     /// asks whether a text is over some number skips counting texts too short to be.
