@@ -135,6 +135,32 @@ impl OpenAiEncoding {
         })
     }
 
+    /// Whether `text` has more than `limit` tokens by its length alone: no token is longer
+    /// than the longest of the vocabulary, so a long tool result is "over" at no cost.
+    fn surely_over(self, text: &str, limit: usize) -> bool {
+        text.len() > limit.saturating_mul(self.longest_token())
+    }
+
+    /// The tokens of `text` up to `limit` (`None` past it), piece by piece with the piece
+    /// cache; the body of both counts up to a limit, after their length check.
+    fn count_pieces_till_limit(self, text: &str, limit: usize) -> Option<usize> {
+        let tokenizer = self.tokenizer();
+        with_piece_cache(self as usize, |cache| {
+            let mut total = 0;
+            for piece in tokenizer.split(text) {
+                total += if piece.len() > CACHED_PIECE_LEN {
+                    tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
+                } else {
+                    count_piece(&tokenizer.bpe, cache, piece)
+                };
+                if total > limit {
+                    return None;
+                }
+            }
+            Some(total)
+        })
+    }
+
     /// The token ids of `text` (ordinary text, no special tokens).
     pub fn encode(self, text: &str) -> Vec<u32> {
         self.tokenizer().encode(text)
@@ -178,35 +204,19 @@ impl TokenCounter for OpenAiEncoding {
     /// the limit: O(limit) for a long text. A long piece is counted by the BPE's own early
     /// stop, so one huge unbroken piece (base64, say) costs no more than the limit either.
     fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
-        // no token is longer than the longest of the vocabulary, so a text longer than `limit`
-        // of those has more than `limit` tokens: a long tool result is "over" at no cost
-        if text.len() > limit.saturating_mul(self.longest_token()) {
+        if self.surely_over(text, limit) {
             return None;
         }
-        let tokenizer = self.tokenizer();
-        with_piece_cache(*self as usize, |cache| {
-            let mut total = 0;
-            for piece in tokenizer.split(text) {
-                total += if piece.len() > CACHED_PIECE_LEN {
-                    tokenizer.bpe.count_till_limit(piece.as_bytes(), limit - total)?
-                } else {
-                    count_piece(&tokenizer.bpe, cache, piece)
-                };
-                if total > limit {
-                    return None;
-                }
-            }
-            Some(total)
-        })
+        self.count_pieces_till_limit(text, limit)
     }
 
     /// [`count_till_limit`](Self::count_till_limit), remembered per thread by the text and
     /// the limit (see `LIMITED`); a text too long to be within the limit is answered before
     /// it is hashed.
     fn count_till_limit_again(&self, text: &str, limit: usize) -> Option<usize> {
-        if text.len() > limit.saturating_mul(self.longest_token()) {
+        if self.surely_over(text, limit) {
             return None;
         }
-        with_limited_cache(*self as usize, text, limit, || self.count_till_limit(text, limit))
+        with_limited_cache(*self as usize, text, limit, || self.count_pieces_till_limit(text, limit))
     }
 }
