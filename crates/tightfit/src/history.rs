@@ -22,8 +22,9 @@ use crate::message::{ContentForm, Message, Part, Role, Tool};
 use crate::plan::{input_fingerprint, Plan};
 pub use crate::record::Origin;
 use crate::record::{Change, ChangeKind, Dropped, Meta};
+use crate::shape::Shape;
 use crate::tokens::{ChatCounter, CountCache};
-use crate::units::{units, Unit, UnitKind};
+use crate::units::{units, units_knowing, Unit, UnitKind};
 use references::{holds, Reference};
 
 /// Room kept past the input in a history's vectors for messages steps insert.
@@ -100,15 +101,17 @@ impl<'a> History<'a> {
         provider: Format,
     ) -> History<'a> {
         cache.reserve(messages.len());
-        let counted = cache.count_history(counter, messages, known);
         // room for the few messages steps insert (a trace, a synthetic result) without
         // moving the whole history to a new allocation
         let capacity = messages.len() + INSERT_ROOM;
+        let mut shapes = Vec::with_capacity(messages.len());
+        let counted = cache.count_history(counter, messages, known, |m| shapes.push(Shape::of(m)));
         let mut meta = Vec::with_capacity(capacity);
-        meta.extend(counted.iter().enumerate().map(|(i, &(_, tokens))| Meta {
+        meta.extend(counted.iter().zip(shapes).enumerate().map(|(i, (&(_, tokens), shape))| Meta {
             origin: Origin::Input(i),
             tokens,
             changes: Vec::new(),
+            shape,
         }));
         let input_fingerprint = input_fingerprint(counted.iter().map(|&(fingerprint, _)| fingerprint));
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
@@ -197,6 +200,12 @@ impl<'a> History<'a> {
         matches!(self.meta[index].origin, Origin::Input(i) if i < self.pinned_before)
     }
 
+    /// What kinds of content the message at `index` holds (see [`Shape`]): a step skips
+    /// the messages without what it works on, without opening them.
+    pub(crate) fn shape(&self, index: usize) -> Shape {
+        self.meta[index].shape
+    }
+
     /// The tokens of the message at `index`, framing included.
     pub fn tokens(&self, index: usize) -> usize {
         self.meta[index].tokens
@@ -233,7 +242,7 @@ impl<'a> History<'a> {
     }
 
     fn shared_units_ref(&self) -> &Arc<Vec<Unit>> {
-        self.units.get_or_init(|| Arc::new(units(&self.messages)))
+        self.units.get_or_init(|| Arc::new(units_knowing(&self.messages, |i| self.meta[i].shape.into())))
     }
 
     /// The index of the newest user turn among [`units`](History::units): the last user
@@ -406,6 +415,7 @@ impl<'a> History<'a> {
         let saved = meta.tokens as isize - tokens as isize;
         self.message_tokens = self.message_tokens + tokens - meta.tokens;
         meta.tokens = tokens;
+        meta.shape = Shape::of(&self.messages[index]);
         // most changed messages change once: room for one, not the four a push from empty
         // reserves (a change is 48 bytes, and a long history has thousands of them)
         if meta.changes.capacity() == 0 {
@@ -725,6 +735,7 @@ impl<'a> History<'a> {
             origin: Origin::Inserted,
             tokens,
             changes: vec![Change { step: Arc::clone(&self.step), kind: ChangeKind::Rewritten, detail }],
+            shape: Shape::of(message),
         }
     }
 

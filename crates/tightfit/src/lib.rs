@@ -47,6 +47,7 @@ mod record;
 pub mod repair;
 pub mod report;
 pub mod session;
+mod shape;
 pub mod simulate;
 pub mod steps;
 pub mod store;

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::shape::Shape;
+
 /// Where a message of the working history came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Origin {
@@ -22,6 +24,8 @@ pub(crate) struct Meta {
     pub(crate) origin: Origin,
     pub(crate) tokens: usize,
     pub(crate) changes: Vec<Change>,
+    /// What kinds of content the message holds now (worked out again after each change).
+    pub(crate) shape: Shape,
 }
 
 /// How a step changed a message.

@@ -18,6 +18,7 @@ use std::ops::Range;
 
 use crate::calls::OpenCalls;
 use crate::message::{Message, Part, Role};
+use crate::shape::Shape;
 
 /// The metadata field a caller sets on a message to mark the start of a task (for agents
 /// that nest tasks). It is tightfit's own field: kept through the round trip, not sent on.
@@ -81,19 +82,43 @@ impl Unit {
 ///
 /// `messages` may be owned messages or anything that borrows one.
 pub fn units<M: Borrow<Message>>(messages: &[M]) -> Vec<Unit> {
-    let messages: Vec<&Message> = messages.iter().map(Borrow::borrow).collect();
-    let messages = messages.as_slice();
+    units_knowing(messages, |i| Holds::of(messages[i].borrow()))
+}
+
+/// What grouping needs to know of a message besides its role and ids: whether it makes
+/// calls, and whether it holds results. A caller that knows it already (a history keeps a
+/// [`Shape`] of each message) saves opening the parts of every message that has neither.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Holds {
+    pub(crate) calls: bool,
+    pub(crate) results: bool,
+}
+
+impl Holds {
+    fn of(message: &Message) -> Holds {
+        Holds { calls: message.tool_calls().next().is_some(), results: message.is_tool_result() }
+    }
+}
+
+impl From<Shape> for Holds {
+    fn from(shape: Shape) -> Holds {
+        Holds { calls: shape.has_calls(), results: shape.has_results() }
+    }
+}
+
+/// [`units`], told by `holds` what message `i` holds.
+pub(crate) fn units_knowing<M: Borrow<Message>>(messages: &[M], holds: impl Fn(usize) -> Holds) -> Vec<Unit> {
     // at most one unit a message; made at that size, the list is written once instead of
     // grown (and copied) from empty, and the pages it does not use are never touched
     let mut units = Vec::with_capacity(messages.len());
     let mut i = 0;
     while i < messages.len() {
-        let message = &messages[i];
+        let message = messages[i].borrow();
         let unit = if message.role.is_instruction() {
             Unit::new(UnitKind::Instruction, i..i + 1, message)
         } else if message.role == Role::Assistant {
-            assistant_step(messages, i)
-        } else if message.is_tool_result() {
+            assistant_step(messages, i, &holds)
+        } else if holds(i).results {
             Unit::new(UnitKind::OrphanResults, i..i + 1, message)
         } else {
             Unit::new(UnitKind::UserTurn, i..i + 1, message)
@@ -114,22 +139,25 @@ enum Answered<'m> {
 /// The step that starts at the assistant message `start`: it takes every following message
 /// whose results all answer a still-open call of this step. O(messages + calls) with the
 /// lookups of [`OpenCalls`].
-fn assistant_step(messages: &[&Message], start: usize) -> Unit {
+fn assistant_step<M: Borrow<Message>>(messages: &[M], start: usize, holds: &impl Fn(usize) -> Holds) -> Unit {
     let callers = response_end(messages, start);
-    let mut calls = messages[start..callers].iter().flat_map(|m| m.tool_calls()).peekable();
-    if calls.peek().is_none() {
+    if !(start..callers).any(|i| holds(i).calls) {
         // a reply that calls nothing is a step of its messages alone (most steps of a chat,
         // and of agents that run commands from text): no call index to build
-        return Unit::new(UnitKind::AssistantStep, start..callers, messages[start]);
+        return Unit::new(UnitKind::AssistantStep, start..callers, messages[start].borrow());
     }
-    let calls: Vec<(Option<&str>, &str)> = calls.map(|c| (c.id.as_deref(), c.name.as_str())).collect();
+    let calls: Vec<(Option<&str>, &str)> = messages[start..callers]
+        .iter()
+        .flat_map(|m| m.borrow().tool_calls())
+        .map(|c| (c.id.as_deref(), c.name.as_str()))
+        .collect();
     let mut open = OpenCalls::new(calls.iter().map(|(id, name)| match id {
         Some(id) => Answered::Id(id),
         None => Answered::Name(name),
     }));
     let mut end = callers;
     while end < messages.len() && !open.is_empty() {
-        let next = &messages[end];
+        let next = messages[end].borrow();
         let mut answered: Vec<usize> = match next.role {
             Role::Tool => match &next.tool_call_id {
                 Some(id) => open.first_open(&Answered::Id(id)).into_iter().collect(),
@@ -168,10 +196,11 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
         }
         end += 1;
     }
-    let mut unit = Unit::new(UnitKind::AssistantStep, start..end, messages[start]);
+    let mut unit = Unit::new(UnitKind::AssistantStep, start..end, messages[start].borrow());
+    let last = messages[end - 1].borrow();
     unit.has_user_text = end > start + 1
-        && messages[end - 1].role == Role::User
-        && messages[end - 1].parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
+        && last.role == Role::User
+        && last.parts.iter().any(|p| !matches!(p, Part::ToolResult(_)));
     unit.unanswered_calls = open
         .remaining()
         .map(|key| match key {
@@ -185,9 +214,9 @@ fn assistant_step(messages: &[&Message], start: usize) -> Unit {
 /// messages in a row of which every pair has a Responses item on one side (a reasoning item
 /// and what follows it, a message and its calls, parallel calls). A Chat Completions or
 /// Anthropic assistant message is a response of its own.
-pub(crate) fn response_end(messages: &[&Message], start: usize) -> usize {
+pub(crate) fn response_end<M: Borrow<Message>>(messages: &[M], start: usize) -> usize {
     let mut end = start + 1;
-    while end < messages.len() && one_response(messages[end - 1], messages[end]) {
+    while end < messages.len() && one_response(messages[end - 1].borrow(), messages[end].borrow()) {
         end += 1;
     }
     end

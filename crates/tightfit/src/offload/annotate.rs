@@ -15,7 +15,8 @@ use crate::history::{History, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::record::ChangeKind;
 use crate::repair::MERGED_INTO;
-use crate::steps::{says_nothing, TRACE_PREFIX};
+use crate::shape::says_nothing;
+use crate::steps::TRACE_PREFIX;
 use crate::text::message_span;
 use crate::validate::note_position;
 

@@ -418,16 +418,25 @@ fn empty_arguments(style: CallStyle) -> Arguments {
 
 /// Every tool result in message order, with the call it answers where there is one.
 fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
-    // a result a message, usually (Anthropic's may hold several): made at that size, the
-    // list is not grown and copied from empty over a long history
-    let mut sites = Vec::with_capacity(history.len());
+    // a result a message that has results, usually (Anthropic's may hold several): made at
+    // that size, the list is not grown and copied from empty over a long history
+    let mut sites =
+        Vec::with_capacity((0..history.len()).filter(|&i| history.shape(i).has_results()).count());
     // the calls of the step, by the key results name them with (the first call of a key)
     let mut calls: foldhash::HashMap<CallKeyRef<'h>, (&'h str, usize, usize)> = Default::default();
     for (u, unit) in history.units().iter().enumerate() {
+        // a unit without results has nothing to clear (most user turns and replies): known by
+        // the shapes of its messages, without opening them
+        if !unit.messages.clone().any(|i| history.shape(i).has_results()) {
+            continue;
+        }
         calls.clear();
         if unit.kind == UnitKind::AssistantStep {
             // the step's assistant messages: one, or the items of one Responses response
             for at in unit.messages.clone().take_while(|&i| history.message(i).role == Role::Assistant) {
+                if !history.shape(at).has_calls() {
+                    continue;
+                }
                 for (p, part) in history.message(at).parts.iter().enumerate() {
                     if let Part::ToolCall(c) = part {
                         let key = CallKeyRef::of_call(c.id.as_deref(), &c.name);
@@ -436,7 +445,7 @@ fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
                 }
             }
         }
-        for i in unit.messages.clone() {
+        for i in unit.messages.clone().filter(|&i| history.shape(i).has_results()) {
             for (key, at) in result_keys(history.message(i), i) {
                 let call = calls.get(&key).copied();
                 sites.push(ResultSite { at, unit: u, call, key });

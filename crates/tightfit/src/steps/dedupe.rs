@@ -133,6 +133,11 @@ impl Step for Dedupe {
         let mut seen = Seen::default();
         for (i, protected) in protected.into_iter().enumerate() {
             let Origin::Input(input) = history.origin(i) else { continue };
+            // only results and media repeat: the other messages are not opened
+            let shape = history.shape(i);
+            if !shape.has_results() && !shape.has_media() {
+                continue;
+            }
             let plan =
                 self.plan_message(history.message(i), input, &mut seen, history.counter().text_counter());
             if protected || plan.is_empty() {

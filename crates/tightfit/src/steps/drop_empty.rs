@@ -24,7 +24,7 @@ use crate::history::{History, Keep};
 use crate::message::{CallStyle, ContentForm, Message, Part, Role, ThinkingOrigin};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
-use serde_json::Value;
+use crate::shape::is_blank;
 
 /// `drop_empty` in configuration.
 pub(crate) const KIND: StepKind =
@@ -66,6 +66,10 @@ impl Step for DropEmpty {
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         for i in 0..history.len() {
+            // most messages have no blank text: known from their shape, without opening them
+            if !history.shape(i).has_blank_text() {
+                continue;
+            }
             let blank = blank_parts(history.message(i));
             if blank > 0 {
                 history.edit(
@@ -83,38 +87,16 @@ impl Step for DropEmpty {
             .iter()
             .zip(&protected)
             .map(|(unit, protected)| {
-                let message = history.message(unit.messages.start);
-                let prefill = Some(unit.messages.start) == last && message.role == Role::Assistant;
-                !protected && !prefill && unit.len() == 1 && is_empty(message)
+                let start = unit.messages.start;
+                let says_nothing = unit.len() == 1 && history.shape(start).says_nothing();
+                let prefill = Some(start) == last && history.message(start).role == Role::Assistant;
+                !protected && !prefill && says_nothing
             })
             .collect();
         if drop.contains(&true) {
             history.drop_units(&drop, "no content");
         }
         Ok(())
-    }
-}
-
-fn is_blank(part: &Part) -> bool {
-    matches!(part, Part::Text(t) if t.text.trim().is_empty())
-}
-
-/// Whether a message says nothing and may go: no content and no meaningful field, not a tool
-/// result, not of an unknown role.
-pub(crate) fn is_empty(message: &Message) -> bool {
-    !matches!(message.role, Role::Tool | Role::Function | Role::Other)
-        && message.parts.iter().all(is_blank)
-        && message.extra.values().all(is_nothing)
-}
-
-/// A field value that carries nothing: null, `false`, or an empty string, list or map.
-fn is_nothing(value: &Value) -> bool {
-    match value {
-        Value::Null | Value::Bool(false) => true,
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-        _ => false,
     }
 }
 
@@ -176,6 +158,7 @@ mod tests {
     use crate::steps::test_support::anthropic_cx;
     use crate::steps::test_support::{anthropic, assert_valid, openai, run, run_in, texts};
     use crate::validate::validate;
+    use serde_json::Value;
 
     #[test]
     fn removes_empty_messages_but_never_results_or_calls() {

@@ -60,7 +60,6 @@ pub use compress_text::{CompressText, CompressTo, Compressed, Scorer, SelfInform
 pub use content_name::{ContentName, NamePosition};
 pub use dedupe::Dedupe;
 pub use drop_binary::DropBinary;
-pub(crate) use drop_empty::is_empty as says_nothing;
 pub use drop_empty::DropEmpty;
 pub use drop_retry_prompts::{DropRetryPrompts, TextPattern};
 pub use drop_thinking::DropThinking;

@@ -29,6 +29,7 @@ use crate::history::History;
 use crate::message::{Part, Role};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::shape::Shape;
 use crate::text::{KeepPart, Length};
 
 /// `truncate_tool_results` in configuration.
@@ -116,20 +117,26 @@ struct ResultRef<'h> {
     tool: Option<&'h str>,
 }
 
-/// Every tool result of the history, in order.
-fn tool_results<'h>(history: &'h History<'_>) -> Vec<ResultRef<'h>> {
+/// Every tool result of the history, in order, with the names of their tools when `named`
+/// (only excluded tools need them). Messages that hold no call or no result, known by their
+/// shape, are not opened.
+fn tool_results<'h>(history: &'h History<'_>, named: bool) -> Vec<ResultRef<'h>> {
+    let messages = history.messages();
+    let with = |has: fn(Shape) -> bool| (0..messages.len()).filter(move |&i| has(history.shape(i)));
     // a hash map, not an ordered one: only looked up, and the ids of 80,000 parallel calls
     // made an ordered map's comparisons a visible part of the step; a repeated id keeps the
     // name of its last call, as before
-    let call_names: foldhash::HashMap<&str, &str> = history
-        .messages()
-        .iter()
-        .flat_map(|m| m.tool_calls())
-        .filter_map(|c| Some((c.id.as_deref()?, c.name.as_str())))
-        .collect();
+    let call_names: foldhash::HashMap<&str, &str> = match named {
+        true => with(Shape::has_calls)
+            .flat_map(|i| messages[i].tool_calls())
+            .filter_map(|c| Some((c.id.as_deref()?, c.name.as_str())))
+            .collect(),
+        false => Default::default(),
+    };
     let name_of = |id: &str| call_names.get(id).copied();
     let mut results = Vec::new();
-    for (i, m) in history.messages().iter().enumerate() {
+    for i in with(Shape::has_results) {
+        let m = &messages[i];
         match m.role {
             Role::Tool => {
                 let id = m.tool_call_id.as_deref().unwrap_or_default();
@@ -188,7 +195,7 @@ impl Step for TruncateToolResults {
         }
         // the results to cut, worked out before the first cut, which moves
         // nothing; the excluded tools' and the pinned messages' (a compaction's head) left out
-        let all = tool_results(history);
+        let all = tool_results(history, !self.exclude_tools.is_empty());
         let cuttable = all.len().saturating_sub(self.keep_last);
         let results: Vec<ResultAt> = all[..cuttable]
             .iter()

@@ -170,12 +170,15 @@ impl CountCache {
     /// The fingerprint and tokens of every message of a history about to be fitted, in
     /// order; `known` are their fingerprints when the caller took them already (one per
     /// message). A message found at its place in the history counted last costs no table
-    /// probe; the others are looked up, or counted and remembered.
+    /// probe; the others are looked up, or counted and remembered. `visit` sees each message
+    /// right after it was read, while its bytes are still in the processor's cache (the
+    /// history works out what else it keeps of a message there).
     pub(crate) fn count_history(
         &mut self,
         counter: &ChatCounter,
         messages: &[Message],
         known: Option<&[u128]>,
+        mut visit: impl FnMut(&Message),
     ) -> &[(u128, usize)] {
         self.use_counter(counter);
         let known = known.filter(|k| k.len() == messages.len());
@@ -191,6 +194,7 @@ impl CountCache {
                 _ => self.lookup(counter, message, fingerprint),
             };
             history.push((fingerprint, tokens));
+            visit(message);
         }
         self.history = history;
         &self.history
