@@ -158,41 +158,18 @@ fn assistant_step<M: Borrow<Message>>(messages: &[M], start: usize, holds: &impl
     let mut end = callers;
     while end < messages.len() && !open.is_empty() {
         let next = messages[end].borrow();
-        let mut answered: Vec<usize> = match next.role {
-            Role::Tool => match &next.tool_call_id {
-                Some(id) => open.first_open(&Answered::Id(id)).into_iter().collect(),
-                None => Vec::new(),
-            },
-            Role::Function => {
-                let name = next.name.as_deref().unwrap_or_default();
-                open.first_open(&Answered::Name(name)).into_iter().collect()
-            }
-            Role::User => {
-                let ids: Vec<&str> = next
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolResult(r) => Some(r.tool_use_id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let found: Vec<usize> =
-                    ids.iter().filter_map(|id| open.first_open(&Answered::Id(id))).collect();
-                if ids.is_empty() || found.len() != ids.len() {
-                    Vec::new()
-                } else {
-                    found
-                }
-            }
-            _ => Vec::new(),
+        // a result message closes the call it answers (no list made for the one slot); a
+        // message of `tool_result` blocks closes one call each, or none if any block answers
+        // no open call
+        let closed = match next.role {
+            Role::Tool => next.tool_call_id.as_deref().and_then(|id| open.first_open(&Answered::Id(id))),
+            Role::Function => open.first_open(&Answered::Name(next.name.as_deref().unwrap_or_default())),
+            Role::User => close_blocks(&mut open, next),
+            _ => None,
         };
-        if answered.is_empty() {
-            break;
-        }
-        answered.sort_unstable();
-        answered.dedup();
-        for slot in answered {
-            open.close(slot);
+        match closed {
+            Some(slot) => open.close(slot),
+            None => break,
         }
         end += 1;
     }
@@ -208,6 +185,27 @@ fn assistant_step<M: Borrow<Message>>(messages: &[M], start: usize, holds: &impl
         })
         .collect();
     unit
+}
+
+/// Closes the calls that the `tool_result` blocks of `message` answer, when each block answers
+/// an open call; returns one of the slots closed (`None`: nothing closed, the message is not
+/// part of the step).
+fn close_blocks<'m>(open: &mut OpenCalls<Answered<'m>>, message: &'m Message) -> Option<usize> {
+    let ids = message.parts.iter().filter_map(|p| match p {
+        Part::ToolResult(r) => Some(r.tool_use_id.as_str()),
+        _ => None,
+    });
+    let mut found: Vec<usize> = Vec::new();
+    for id in ids {
+        found.push(open.first_open(&Answered::Id(id))?);
+    }
+    found.sort_unstable();
+    found.dedup();
+    let last = found.pop()?;
+    for slot in found {
+        open.close(slot);
+    }
+    Some(last)
 }
 
 /// The end of the assistant messages of one response that starts at `start`: the assistant

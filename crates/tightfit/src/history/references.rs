@@ -22,6 +22,7 @@
 
 use std::borrow::Cow;
 use std::hash::Hash;
+use std::sync::Arc;
 
 use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
@@ -34,11 +35,11 @@ pub(crate) enum Site {
     /// The whole content of the result of call `key` (a `tool` message, or a `tool_result`
     /// block; the key results name their call with); `template` writes a reference to it,
     /// with `{id}` for the call whose result is the original.
-    Result { key: String, template: String },
+    Result { key: String, template: Arc<str> },
     /// One media part, now a text part holding the reference: in the result of call `scope`,
     /// or (`None`) among the message's own parts; `template` has `{kind}` (the media's kind)
     /// and `{at}` (the place of the original).
-    Media { scope: Option<String>, template: String, kind: &'static str },
+    Media { scope: Option<String>, template: Arc<str>, kind: &'static str },
 }
 
 /// What the message holding an original must still hold for a reference to it to be true.

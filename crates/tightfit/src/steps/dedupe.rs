@@ -24,6 +24,7 @@
 use super::shared::written::Written;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::shared::keep::protected_messages;
 use super::shared::keep::read_keep;
@@ -130,7 +131,7 @@ impl Step for Dedupe {
 
     fn apply(&self, history: &mut History<'_>, _cx: &StepContext<'_>) -> Result<(), StepError> {
         let protected = protected_messages(history, self.keep);
-        let mut seen = Seen::default();
+        let mut seen = Seen::new(self);
         for (i, protected) in protected.into_iter().enumerate() {
             let Origin::Input(input) = history.origin(i) else { continue };
             // only results and media repeat: the other messages are not opened
@@ -138,7 +139,7 @@ impl Step for Dedupe {
             if !shape.has_results() && !shape.has_media() {
                 continue;
             }
-            let plan =
+            let mut plan =
                 self.plan_message(history.message(i), input, &mut seen, history.counter().text_counter());
             if protected || plan.is_empty() {
                 continue;
@@ -146,7 +147,11 @@ impl Step for Dedupe {
             let unchanged = history.unchanged_input(i);
             let references: Vec<Reference<'_>> =
                 plan.iter().map(|r| r.reference(input, history.message(i), unchanged)).collect();
-            let detail = plan.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
+            // one replacement (most messages): its line is the message's, moved, not copied
+            let detail = match plan.as_mut_slice() {
+                [one] => std::mem::take(&mut one.detail),
+                plan => plan.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; "),
+            };
             if let [Replacement { target: Target::Content, .. }] = plan.as_slice() {
                 // a whole tool message: no need to copy the text that goes
                 let text = plan.into_iter().next().map(|r| r.text).unwrap_or_default();
@@ -165,10 +170,23 @@ impl Step for Dedupe {
 
 /// First occurrences so far: result text hash → call id, media hash → where it is (the
 /// place for people, and the input index of its message).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Seen {
     results: HashMap<u128, FirstResult>,
     media: HashMap<u128, (String, usize)>,
+    /// The step's placeholders for results and media, shared by every reference written
+    /// (one copy each, not one a repeat).
+    templates: (Arc<str>, Arc<str>),
+}
+
+impl Seen {
+    fn new(step: &Dedupe) -> Seen {
+        Seen {
+            results: HashMap::new(),
+            media: HashMap::new(),
+            templates: (Arc::from(step.placeholder.as_str()), Arc::from(step.media_placeholder.as_str())),
+        }
+    }
 }
 
 /// Where in a message a replacement goes.
@@ -200,7 +218,7 @@ struct Replacement {
     /// The input index of the message with the first occurrence, and what it holds.
     first: (usize, Holds),
     /// How the reference is written (a template and, for media, the kind).
-    template: (String, Option<&'static str>),
+    template: (Arc<str>, Option<&'static str>),
 }
 
 impl Replacement {
@@ -226,14 +244,14 @@ impl Replacement {
         };
         let site = match (self.target, &self.template) {
             (Target::Content, (template, _)) => {
-                Site::Result { key: result_key(None).unwrap_or_default(), template: template.clone() }
+                Site::Result { key: result_key(None).unwrap_or_default(), template: Arc::clone(template) }
             }
             (Target::Block(b), (template, _)) => {
-                Site::Result { key: result_key(Some(b)).unwrap_or_default(), template: template.clone() }
+                Site::Result { key: result_key(Some(b)).unwrap_or_default(), template: Arc::clone(template) }
             }
             (Target::Part(block, _), (template, kind)) => Site::Media {
                 scope: block.and_then(|b| result_key(Some(b))),
-                template: template.clone(),
+                template: Arc::clone(template),
                 kind: kind.unwrap_or("file"),
             },
         };
@@ -341,7 +359,7 @@ impl Dedupe {
                 text: reference,
                 detail,
                 first: (message, Holds::ResultText(hash)),
-                template: (self.placeholder.clone(), None),
+                template: (Arc::clone(&seen.templates.0), None),
             });
         }
     }
@@ -372,7 +390,7 @@ impl Dedupe {
                     text,
                     detail,
                     first: (*message, Holds::Media(hash)),
-                    template: (self.media_placeholder.clone(), Some(kind)),
+                    template: (Arc::clone(&seen.templates.1), Some(kind)),
                 });
             }
         }
