@@ -104,16 +104,15 @@ impl<'a> History<'a> {
         // room for the few messages steps insert (a trace, a synthetic result) without
         // moving the whole history to a new allocation
         let capacity = messages.len() + INSERT_ROOM;
-        let mut shapes = Vec::with_capacity(messages.len());
-        let counted = cache.count_history(counter, messages, known, |m| shapes.push(Shape::of(m)));
+        let counted = cache.count_history(counter, messages, known);
         let mut meta = Vec::with_capacity(capacity);
-        meta.extend(counted.iter().zip(shapes).enumerate().map(|(i, (&(_, tokens), shape))| Meta {
+        meta.extend(counted.iter().enumerate().map(|(i, &(_, tokens, shape))| Meta {
             origin: Origin::Input(i),
             tokens,
             changes: Vec::new(),
             shape,
         }));
-        let input_fingerprint = input_fingerprint(counted.iter().map(|&(fingerprint, _)| fingerprint));
+        let input_fingerprint = input_fingerprint(counted.iter().map(|&(fingerprint, _, _)| fingerprint));
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
         let message_tokens = meta.iter().map(|m| m.tokens).sum();
         let mut borrowed = Vec::with_capacity(capacity);
@@ -204,6 +203,12 @@ impl<'a> History<'a> {
     /// the messages without what it works on, without opening them.
     pub(crate) fn shape(&self, index: usize) -> Shape {
         self.meta[index].shape
+    }
+
+    /// The first message whose kept shape is not what it holds (`None`: every shape is
+    /// current); a check for debug builds.
+    pub(crate) fn stale_shape(&self) -> Option<usize> {
+        (0..self.len()).find(|&i| self.meta[i].shape != Shape::of(&self.messages[i]))
     }
 
     /// The tokens of the message at `index`, framing included.

@@ -63,6 +63,9 @@ impl Pipeline {
             // a step that deferred its mends and returned early still leaves them true
             history.settle_mends();
             repair::normalize(history);
+            // the shapes steps skip messages by must say what the messages now hold (every
+            // test build checks, after every step of every pipeline the tests run)
+            debug_assert_eq!(history.stale_shape(), None, "a stale shape after step {}", step.name());
             if history.revision() != before.2 {
                 let mut log =
                     StepLog::new(step.name(), before.0, history.len(), before.1, history.total_tokens());

@@ -9,6 +9,7 @@ use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
 use super::{ChatCounter, Count};
 use crate::message::{Message, Tool};
+use crate::shape::Shape;
 
 /// A 128-bit content hash of a message (xxh3 over every field, extras included; key order of
 /// extra fields does not matter). Costs one pass over the message's bytes, far less than
@@ -92,13 +93,15 @@ pub struct CountCache {
     /// The fingerprint and tokens of the tool schemas counted last (agent loops send the
     /// same tools every turn, and rendering them is the costliest part of a small request).
     tools: Option<(u128, usize)>,
-    /// The fingerprint and tokens of each message of the history counted last
+    /// The fingerprint, tokens and [`Shape`] of each message of the history counted last
     /// ([`CountCache::count_history`]), by position. Why: a warm fit of the same history, or
     /// of one grown by a turn, finds each message at its place in one sequential read;
     /// probing the table instead costs a cache miss or two per message once the table
     /// outgrows the processor's cache (100,000 messages), a fifth of a warm fit's time.
+    /// The shape rides along so that a message found at its place is not opened at all (a
+    /// session passes the fingerprints it took: a warm turn then reads no message it saw).
     /// Memory: 32 bytes per message of that history.
-    history: Vec<(u128, usize)>,
+    history: Vec<(u128, usize, Shape)>,
 }
 
 impl CountCache {
@@ -167,19 +170,18 @@ impl CountCache {
         *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message))
     }
 
-    /// The fingerprint and tokens of every message of a history about to be fitted, in
+    /// The fingerprint, tokens and shape of every message of a history about to be fitted, in
     /// order; `known` are their fingerprints when the caller took them already (one per
     /// message). A message found at its place in the history counted last costs no table
-    /// probe; the others are looked up, or counted and remembered. `visit` sees each message
-    /// right after it was read, while its bytes are still in the processor's cache (the
-    /// history works out what else it keeps of a message there).
+    /// probe and is not opened; the others are looked up, or counted and remembered, and
+    /// their shape worked out right after they were hashed (while their bytes are in the
+    /// processor's cache).
     pub(crate) fn count_history(
         &mut self,
         counter: &ChatCounter,
         messages: &[Message],
         known: Option<&[u128]>,
-        mut visit: impl FnMut(&Message),
-    ) -> &[(u128, usize)] {
+    ) -> &[(u128, usize, Shape)] {
         self.use_counter(counter);
         let known = known.filter(|k| k.len() == messages.len());
         let previous = std::mem::take(&mut self.history);
@@ -189,12 +191,11 @@ impl CountCache {
                 Some(known) => known[i],
                 None => message_fingerprint(message),
             };
-            let tokens = match previous.get(i) {
-                Some(&(at_place, tokens)) if at_place == fingerprint => tokens,
-                _ => self.lookup(counter, message, fingerprint),
+            let entry = match previous.get(i) {
+                Some(&(at_place, tokens, shape)) if at_place == fingerprint => (fingerprint, tokens, shape),
+                _ => (fingerprint, self.lookup(counter, message, fingerprint), Shape::of(message)),
             };
-            history.push((fingerprint, tokens));
-            visit(message);
+            history.push(entry);
         }
         self.history = history;
         &self.history
