@@ -3,9 +3,11 @@
 //! - `extreme/*`: each `extreme_long.jsonl` history (251k–1M tokens) fitted to 32k and 128k:
 //!   `cold` parses the JSON, counts every message and fits; `warm` fits with the counts of an
 //!   earlier call cached (the agent-loop case). The cold run is the reference of the warm one.
-//! - `scaling/*`: histories of 1k, 10k and 100k messages (real tau-bench turns repeated, call
-//!   ids made unique) fitted to 32k, cold and warm, and read once (every message hashed, the
-//!   reference): the cost should grow linearly, and warm / read stay flat.
+//! - `scaling/*`: histories of 1k to 100k messages (real tau-bench turns repeated, call ids
+//!   made unique) fitted to 32k, cold and warm, and read once (every message hashed, the
+//!   reference): the cost should grow linearly, and warm / read stay flat. The sizes between
+//!   show where the cost per message steps up: where the history and what a fit makes of it
+//!   outgrow the processor's caches (reading once steps up there too).
 //! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
 //!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
 //!
@@ -114,7 +116,7 @@ fn scaling(c: &mut Criterion) {
     let mut group = c.benchmark_group("scaling");
     group.sample_size(10).measurement_time(Duration::from_secs(4));
     let target = target(32_768);
-    for n in [1_000, 10_000, 100_000] {
+    for n in [1_000, 5_000, 10_000, 20_000, 50_000, 100_000] {
         let conversation = repeated(n);
         group.bench_function(format!("{n}_messages/cold"), |b| {
             b.iter(|| Fitter::new().fit(&conversation, &target, None).unwrap().report.compressed_token_count)
