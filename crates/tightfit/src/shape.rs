@@ -5,9 +5,10 @@
 //! works on tool results, media or blank text would otherwise open every message to learn
 //! that most hold none. Once a history outgrows the processor's caches (tens of thousands of
 //! messages), each of those looks is a trip to memory, paid again by every step of the
-//! ladder. The history works the bits out while it reads each message for its fingerprint
-//! (the bytes are then in the cache), and again after each change; a step reads them from one
-//! sequential list. Cost: one pass over a message's parts, one byte a message.
+//! ladder. The history works the bits out when it first counts a message (remembered with
+//! the count, so a message at its place in the history counted last is not looked at
+//! again), and again after each change; a step reads them from one sequential list. Cost:
+//! one pass over a new message's parts, one byte a message.
 
 use serde_json::Value;
 
@@ -17,7 +18,7 @@ use crate::message::{Message, Part, Role};
 ///
 /// Each bit is exact for the message it was worked out from: a step may skip a message whose
 /// bit is clear without opening it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Shape(u8);
 
 impl Shape {

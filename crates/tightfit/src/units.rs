@@ -82,32 +82,35 @@ impl Unit {
 ///
 /// `messages` may be owned messages or anything that borrows one.
 pub fn units<M: Borrow<Message>>(messages: &[M]) -> Vec<Unit> {
-    units_knowing(messages, |i| Holds::of(messages[i].borrow()))
+    units_knowing(messages, |i| CallsAndResults::of(messages[i].borrow()))
 }
 
 /// What grouping needs to know of a message besides its role and ids: whether it makes
 /// calls, and whether it holds results. A caller that knows it already (a history keeps a
 /// [`Shape`] of each message) saves opening the parts of every message that has neither.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Holds {
+pub(crate) struct CallsAndResults {
     pub(crate) calls: bool,
     pub(crate) results: bool,
 }
 
-impl Holds {
-    fn of(message: &Message) -> Holds {
-        Holds { calls: message.tool_calls().next().is_some(), results: message.is_tool_result() }
+impl CallsAndResults {
+    fn of(message: &Message) -> CallsAndResults {
+        CallsAndResults { calls: message.tool_calls().next().is_some(), results: message.is_tool_result() }
     }
 }
 
-impl From<Shape> for Holds {
-    fn from(shape: Shape) -> Holds {
-        Holds { calls: shape.has_calls(), results: shape.has_results() }
+impl From<Shape> for CallsAndResults {
+    fn from(shape: Shape) -> CallsAndResults {
+        CallsAndResults { calls: shape.has_calls(), results: shape.has_results() }
     }
 }
 
 /// [`units`], told by `holds` what message `i` holds.
-pub(crate) fn units_knowing<M: Borrow<Message>>(messages: &[M], holds: impl Fn(usize) -> Holds) -> Vec<Unit> {
+pub(crate) fn units_knowing<M: Borrow<Message>>(
+    messages: &[M],
+    holds: impl Fn(usize) -> CallsAndResults,
+) -> Vec<Unit> {
     // at most one unit a message; made at that size, the list is written once instead of
     // grown (and copied) from empty, and the pages it does not use are never touched
     let mut units = Vec::with_capacity(messages.len());
@@ -139,7 +142,11 @@ enum Answered<'m> {
 /// The step that starts at the assistant message `start`: it takes every following message
 /// whose results all answer a still-open call of this step. O(messages + calls) with the
 /// lookups of [`OpenCalls`].
-fn assistant_step<M: Borrow<Message>>(messages: &[M], start: usize, holds: &impl Fn(usize) -> Holds) -> Unit {
+fn assistant_step<M: Borrow<Message>>(
+    messages: &[M],
+    start: usize,
+    holds: &impl Fn(usize) -> CallsAndResults,
+) -> Unit {
     let callers = response_end(messages, start);
     if !(start..callers).any(|i| holds(i).calls) {
         // a reply that calls nothing is a step of its messages alone (most steps of a chat,
@@ -161,15 +168,20 @@ fn assistant_step<M: Borrow<Message>>(messages: &[M], start: usize, holds: &impl
         // a result message closes the call it answers (no list made for the one slot); a
         // message of `tool_result` blocks closes one call each, or none if any block answers
         // no open call
-        let closed = match next.role {
+        let answered = match next.role {
             Role::Tool => next.tool_call_id.as_deref().and_then(|id| open.first_open(&Answered::Id(id))),
             Role::Function => open.first_open(&Answered::Name(next.name.as_deref().unwrap_or_default())),
-            Role::User => close_blocks(&mut open, next),
             _ => None,
         };
-        match closed {
-            Some(slot) => open.close(slot),
-            None => break,
+        let belongs = match answered {
+            Some(slot) => {
+                open.close(slot);
+                true
+            }
+            None => next.role == Role::User && close_blocks(&mut open, next),
+        };
+        if !belongs {
+            break;
         }
         end += 1;
     }
@@ -188,24 +200,26 @@ fn assistant_step<M: Borrow<Message>>(messages: &[M], start: usize, holds: &impl
 }
 
 /// Closes the calls that the `tool_result` blocks of `message` answer, when each block answers
-/// an open call; returns one of the slots closed (`None`: nothing closed, the message is not
-/// part of the step).
-fn close_blocks<'m>(open: &mut OpenCalls<Answered<'m>>, message: &'m Message) -> Option<usize> {
+/// an open call, and returns true; closes nothing and returns false otherwise (the message is
+/// not part of the step).
+fn close_blocks<'m>(open: &mut OpenCalls<Answered<'m>>, message: &'m Message) -> bool {
     let ids = message.parts.iter().filter_map(|p| match p {
         Part::ToolResult(r) => Some(r.tool_use_id.as_str()),
         _ => None,
     });
     let mut found: Vec<usize> = Vec::new();
     for id in ids {
-        found.push(open.first_open(&Answered::Id(id))?);
+        match open.first_open(&Answered::Id(id)) {
+            Some(slot) => found.push(slot),
+            None => return false,
+        }
     }
     found.sort_unstable();
     found.dedup();
-    let last = found.pop()?;
-    for slot in found {
+    for &slot in &found {
         open.close(slot);
     }
-    Some(last)
+    !found.is_empty()
 }
 
 /// The end of the assistant messages of one response that starts at `start`: the assistant

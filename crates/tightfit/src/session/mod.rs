@@ -349,7 +349,9 @@ impl Session {
     /// caller that kept the fingerprints of the messages it has seen before (the proxy, for the
     /// messages a request shares byte for byte with the previous one) hashes only the new ones. A list of another
     /// length is ignored and taken again; fingerprints of other messages are the caller's
-    /// error (the session would take the history for the one they belong to).
+    /// error (the session would take the history for the one they belong to, and its
+    /// messages for what those held: their tokens and their shape, the kinds of content the
+    /// steps look for).
     pub fn fit_fingerprinted<'a>(
         &self,
         key: Option<&str>,

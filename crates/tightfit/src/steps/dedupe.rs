@@ -189,7 +189,6 @@ impl Seen {
     }
 }
 
-/// Where in a message a replacement goes.
 /// The first result with a given text: its call id, and once a repeat asked, whether the
 /// text has `min_tokens`.
 #[derive(Debug)]
@@ -200,6 +199,7 @@ struct FirstResult {
     message: usize,
 }
 
+/// Where in a message a replacement goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
     /// The whole content of a `tool`/`function` message.

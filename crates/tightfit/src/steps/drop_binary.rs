@@ -22,6 +22,7 @@ use crate::history::{History, Keep};
 use crate::message::{ImageSource, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::shape::is_blank;
 
 /// The longest description a placeholder quotes (a file name, a URL), in characters.
 const MAX_LABEL_CHARS: usize = 120;
@@ -108,11 +109,6 @@ fn has_binary(parts: &[Part]) -> bool {
         Part::ToolResult(r) => has_binary(&r.parts),
         p => is_binary(p),
     })
-}
-
-/// Text that is empty or only whitespace: nothing a model reads.
-pub(crate) fn is_blank(part: &Part) -> bool {
-    matches!(part, Part::Text(t) if t.text.trim().is_empty())
 }
 
 /// Whether a message that is not a tool result has nothing left to say.

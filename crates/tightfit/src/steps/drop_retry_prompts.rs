@@ -34,6 +34,7 @@ use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::shape::is_blank;
 use crate::units::UnitKind;
 
 /// The default `pattern`: pydantic-ai's retry prompts, which end with "Fix the errors and try
@@ -290,10 +291,6 @@ fn is_plain_reply(history: &History<'_>, unit: &crate::units::Unit) -> bool {
     unit.kind == UnitKind::AssistantStep
         && unit.len() == 1
         && history.message(unit.messages.start).tool_calls().next().is_none()
-}
-
-fn is_blank(part: &Part) -> bool {
-    matches!(part, Part::Text(t) if t.text.trim().is_empty())
 }
 
 fn parts_text(parts: &[Part]) -> String {

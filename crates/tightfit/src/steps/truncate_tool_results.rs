@@ -118,8 +118,8 @@ struct ResultRef<'h> {
 }
 
 /// Every tool result of the history, in order, with the names of their tools when `named`
-/// (only excluded tools need them). Messages that hold no call or no result, known by their
-/// shape, are not opened.
+/// (only excluded tools need them). Only the messages whose shape says they hold results
+/// are opened, and, when `named`, those that make calls.
 fn tool_results<'h>(history: &'h History<'_>, named: bool) -> Vec<ResultRef<'h>> {
     let messages = history.messages();
     let with = |has: fn(Shape) -> bool| (0..messages.len()).filter(move |&i| has(history.shape(i)));

@@ -173,9 +173,9 @@ impl CountCache {
     /// The fingerprint, tokens and shape of every message of a history about to be fitted, in
     /// order; `known` are their fingerprints when the caller took them already (one per
     /// message). A message found at its place in the history counted last costs no table
-    /// probe and is not opened; the others are looked up, or counted and remembered, and
-    /// their shape worked out right after they were hashed (while their bytes are in the
-    /// processor's cache).
+    /// probe, and its shape is the one remembered (with `known`, such a message is not read
+    /// at all). The others are looked up, or counted and remembered, and their shape worked
+    /// out then, while the message was just read.
     pub(crate) fn count_history(
         &mut self,
         counter: &ChatCounter,
