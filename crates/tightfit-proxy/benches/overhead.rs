@@ -211,7 +211,8 @@ fn main() {
     // started first: a missing server ends the bench before anything is measured
     let redis = server("Redis", tightfit_test_servers::Redis::start);
     let postgres = server("PostgreSQL", tightfit_test_servers::Postgres::start);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    // the runtime `tightfit serve` runs on (its blocking pool bounded as configured)
+    let runtime = tightfit_proxy::runtime(&tightfit_proxy::Config::default().limits).unwrap();
     runtime.block_on(async {
         let upstream = fake_upstream().await;
         let direct = format!("{upstream}/v1/chat/completions");

@@ -33,6 +33,8 @@
 //! max_concurrency = 512              # requests in flight; past it, 503 (Anthropic: 529)
 //! reuse_bytes = 67108864             # conversations' last request bodies held, read, so that the
 //!                                     # next turn reads only its new messages (~3x in memory); 0: none
+//! blocking_threads = 0               # threads that fit requests and call a blocking store;
+//!                                     # 0: four per core, at least 8
 //!
 //! [timeouts]
 //! connect_secs = 10                  # connecting to the upstream
@@ -203,11 +205,29 @@ pub struct Limits {
     /// (about three times that in memory), so that a conversation's next turn reads only its
     /// new messages; past it the longest unused goes. 0 holds none: every turn is read whole.
     pub reuse_bytes: usize,
+    /// The most threads that fit requests and call a blocking store (tokio's blocking pool);
+    /// 0: four per core, at least 8. Why a bound: fitting is work for a core, so more threads
+    /// than a few a core only queue it; and each thread keeps its own token caches, which go
+    /// when the thread ends. Tokio ends a thread idle for 10 s, so after a burst, threads
+    /// that went idle together end together; with tokio's default of 512, a 64-client burst
+    /// left about as many threads, whose ending stalled every request in flight 10 s later
+    /// for about a millisecond (the overhead bench's one-client rows).
+    pub blocking_threads: usize,
+}
+
+impl Limits {
+    /// [`blocking_threads`](Limits::blocking_threads), with 0 resolved for this machine.
+    pub fn blocking_threads(&self) -> usize {
+        match self.blocking_threads {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()).saturating_mul(4).max(8),
+            n => n,
+        }
+    }
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_body_bytes: 32 << 20, max_concurrency: 512, reuse_bytes: 64 << 20 }
+        Limits { max_body_bytes: 32 << 20, max_concurrency: 512, reuse_bytes: 64 << 20, blocking_threads: 0 }
     }
 }
 
@@ -447,6 +467,15 @@ mod tests {
             )
         );
         assert_eq!(config.policy.default, defaults.policy.default);
+    }
+
+    #[test]
+    fn the_blocking_pool_is_bounded_by_default_and_as_configured() {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let default = Config::from_toml("").unwrap().limits.blocking_threads();
+        // a few a core, never tokio's 512
+        assert!((8..=4 * cores.max(2)).contains(&default), "{default} threads for {cores} cores");
+        assert_eq!(Config::from_toml("[limits]\nblocking_threads = 3").unwrap().limits.blocking_threads(), 3);
     }
 
     #[test]

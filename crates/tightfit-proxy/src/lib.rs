@@ -147,15 +147,22 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     Ok(Running { addr, stop, task })
 }
 
+/// The runtime `tightfit serve` runs the proxy on: tokio's, its blocking pool bounded by
+/// `limits.blocking_threads` (see there why). For a caller (a benchmark, an embedding
+/// service) that wants the proxy as it runs.
+pub fn runtime(limits: &config::Limits) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(limits.blocking_threads())
+        .enable_all()
+        .build()
+}
+
 /// Runs the proxy until SIGINT or SIGTERM (then finishes the requests in flight): what
 /// `tightfit serve` calls. Logs go to standard error as `config.log` says.
 pub fn run(config: Config) -> Result<(), ProxyError> {
     config.check()?;
     init_logs(&config.log);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ProxyError::Start(e.to_string()))?;
+    let runtime = runtime(&config.limits).map_err(|e| ProxyError::Start(e.to_string()))?;
     runtime.block_on(async {
         let running = start(config).await?;
         tracing::info!(addr = %running.addr, "tightfit proxy listening");
