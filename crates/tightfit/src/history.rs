@@ -115,14 +115,9 @@ impl<'a> History<'a> {
         let input_fingerprint = input_fingerprint(counted.iter().map(|&(fingerprint, _, _)| fingerprint));
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
         let message_tokens = meta.iter().map(|m| m.tokens).sum();
-        // the shapes remembered by the count cache must be the messages' own (a debug check)
-        debug_assert!(
-            meta.iter().zip(messages).all(|(m, message)| m.shape == Shape::of(message)),
-            "a remembered shape is not its message's"
-        );
         let mut borrowed = Vec::with_capacity(capacity);
         borrowed.extend(messages.iter().map(HistoryMessage::input));
-        History {
+        let history = History {
             messages: borrowed,
             meta,
             dropped: Vec::new(),
@@ -143,7 +138,10 @@ impl<'a> History<'a> {
             deferred_mends: None,
             positions: None,
             pinned_before: 0,
-        }
+        };
+        // the shapes remembered by the count cache must be the messages' own (a debug check)
+        debug_assert_eq!(history.stale_shape(), None, "a remembered shape is not its message's");
+        history
     }
 
     /// The provider the history is fitted for.
