@@ -214,6 +214,12 @@ impl<'a> History<'a> {
         (0..self.len()).find(|&i| self.meta[i].shape != Shape::of(&self.messages[i]))
     }
 
+    /// Whether the units kept from before the last changes are not those of the messages now
+    /// (false when none are kept); a check for debug builds of the changes that keep them.
+    pub(crate) fn stale_units(&self) -> bool {
+        self.units.get().is_some_and(|kept| **kept != units(&self.messages))
+    }
+
     /// The tokens of the message at `index`, framing included.
     pub fn tokens(&self, index: usize) -> usize {
         self.meta[index].tokens
@@ -396,22 +402,27 @@ impl<'a> History<'a> {
         detail: impl Into<String>,
         edit: impl FnOnce(&mut Message),
     ) -> isize {
-        let saved = self.edit_unmended(index, kind, detail.into(), edit);
+        let saved = self.edit_unmended(index, kind, detail.into(), edit, Units::Changed);
         self.mend_edited(index);
         saved
     }
 
-    /// [`edit`](History::edit) without checking the references to the message.
+    /// [`edit`](History::edit) without checking the references to the message; `units` says
+    /// whether the edit may change them.
     fn edit_unmended(
         &mut self,
         index: usize,
         kind: ChangeKind,
         detail: String,
         edit: impl FnOnce(&mut Message),
+        units: Units,
     ) -> isize {
         edit(self.messages[index].to_mut());
         let saved = self.recount(index, kind, detail);
-        self.changed();
+        match units {
+            Units::Changed => self.changed(),
+            Units::Kept => self.changed_within_units(),
+        }
         saved
     }
 
@@ -659,7 +670,9 @@ impl<'a> History<'a> {
             "restored what its reference pointed at (\"{}\"): {} changed or removed the original",
             restored.written, self.step
         );
-        self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None));
+        // a reference rewritten is a result's content or a part that holds no call or result:
+        // the units stay (worked out again, over a long history, they cost a fit a tenth)
+        self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None), Units::Kept);
         if rest.is_empty() {
             return;
         }
@@ -681,11 +694,12 @@ impl<'a> History<'a> {
         self.referrers_of.entry(restored.referrer).or_default().extend_from_slice(rest);
         for (m, list) in by_message {
             let detail = format!("{} reference(s) now point at the restored copy: \"{text}\"", list.len());
-            self.edit_unmended(m, ChangeKind::Replaced, detail, |message| {
+            let rewrite = |message: &mut Message| {
                 for reference in &list {
                     reference.rewrite(message, Some(&text));
                 }
-            });
+            };
+            self.edit_unmended(m, ChangeKind::Replaced, detail, rewrite, Units::Kept);
         }
     }
 
@@ -760,6 +774,15 @@ impl<'a> History<'a> {
         let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);
         (self.messages.into_iter().map(HistoryMessage::into_cow).collect(), plan, self.cache)
     }
+}
+
+/// Whether a change may change the units of the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Units {
+    /// It may: they are worked out again when next asked for.
+    Changed,
+    /// It does not (a result's content, a part that is neither a call nor a result).
+    Kept,
 }
 
 /// Where each input message stands in the history now: one slot per input index, so a

@@ -66,6 +66,8 @@ impl Pipeline {
             // the shapes steps skip messages by must say what the messages now hold (every
             // test build checks, after every step of every pipeline the tests run)
             debug_assert_eq!(history.stale_shape(), None, "a stale shape after step {}", step.name());
+            // and the units kept across changes that keep them must be the messages' own
+            debug_assert!(!history.stale_units(), "stale units after step {}", step.name());
             if history.revision() != before.2 {
                 let mut log =
                     StepLog::new(step.name(), before.0, history.len(), before.1, history.total_tokens());
