@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 use std::hash::Hash;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,14 +41,15 @@ pub enum UnitAction {
 /// The fate of one unit of the input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnitPlan {
-    /// What the unit is: `instruction`, `user_turn`, `assistant_step`, `orphan_results`.
-    pub kind: String,
+    /// What the unit is: `instruction`, `user_turn`, `assistant_step`, `orphan_results`
+    /// (one of four names, not a copy per unit: a long history has tens of thousands).
+    pub kind: Cow<'static, str>,
     /// The input messages it spans, `[start, end)`.
     pub messages: [usize; 2],
     /// What happened to it.
     pub action: UnitAction,
-    /// The steps that acted on it, in order.
-    pub steps: Vec<String>,
+    /// The steps that acted on it, in order (shared with the history's record of changes).
+    pub steps: Vec<Arc<str>>,
     /// What they did, one line each ("messages[4]: dropped by keep_last: ...").
     pub details: Vec<String>,
 }
@@ -185,16 +187,16 @@ impl Plan {
             // made at their size: most units of a long history get one line a message from
             // one step (dropped), and a list grown from empty reserves room for four
             let lines: usize = range.clone().map(|i| changes[i].len() + usize::from(fate[i].is_some())).sum();
-            let mut steps: Vec<String> = Vec::with_capacity(lines.min(1));
+            let mut steps: Vec<Arc<str>> = Vec::with_capacity(lines.min(1));
             let mut details = Vec::with_capacity(lines);
             let mut all_dropped = true;
             let mut any_dropped = false;
             // which kinds of change the unit's messages went through
             let (mut changed, mut truncated, mut replaced) = (false, false, false);
             for i in range.clone() {
-                let mut note = |step: &str, line: String| {
+                let mut note = |step: &Arc<str>, line: String| {
                     if !steps.iter().any(|s| s == step) {
-                        steps.push(step.to_string());
+                        steps.push(Arc::clone(step));
                     }
                     details.push(line);
                 };
@@ -226,7 +228,7 @@ impl Plan {
                 UnitAction::Edited
             };
             plans.push(UnitPlan {
-                kind: kind_name(unit.kind).to_string(),
+                kind: Cow::Borrowed(kind_name(unit.kind)),
                 messages: [range.start, range.end],
                 action,
                 steps,
@@ -279,7 +281,7 @@ impl Plan {
         self.input_messages = fingerprints.len();
         self.input_fingerprint = input_fingerprint(fingerprints.iter().copied());
         self.units.extend(units.iter().map(|unit| UnitPlan {
-            kind: kind_name(unit.kind).to_string(),
+            kind: Cow::Borrowed(kind_name(unit.kind)),
             messages: [unit.messages.start + from, unit.messages.end + from],
             action: UnitAction::Kept,
             steps: Vec::new(),

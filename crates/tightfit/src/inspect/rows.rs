@@ -167,13 +167,13 @@ impl<'a> Inspection<'a> {
                 };
                 Row {
                     unit: Some(u),
-                    kind: unit.kind.clone(),
+                    kind: unit.kind.to_string(),
                     roles: roles(&input[range.clone()]),
                     tokens_before: before[range.clone()].iter().sum(),
                     input: range,
                     output: Vec::new(),
                     action,
-                    steps: unit.steps.clone(),
+                    steps: unit.steps.iter().map(|s| s.to_string()).collect(),
                     details: unit.details.clone(),
                     handles,
                     tokens_after: 0,

@@ -297,8 +297,8 @@ impl Dedupe {
     ) -> Vec<Replacement> {
         let mut plan = Vec::new();
         if matches!(message.role, Role::Tool | Role::Function) {
-            let id = message.tool_call_id.clone().or_else(|| message.name.clone()).unwrap_or_default();
-            self.plan_result(&message.parts, &id, None, input, seen, counter, &mut plan);
+            let id = message.tool_call_id.as_deref().or(message.name.as_deref()).unwrap_or_default();
+            self.plan_result(&message.parts, id, None, input, seen, counter, &mut plan);
             return plan;
         }
         // named only when a first media part needs it: naming copies the message's text
@@ -334,25 +334,22 @@ impl Dedupe {
             return;
         };
         let text = joined_text(parts);
-        let (first, big_enough, message) = match seen.results.entry(hash) {
+        let first = match seen.results.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(FirstResult { id: id.to_string(), big_enough: None, message: input });
                 return;
             }
-            std::collections::hash_map::Entry::Occupied(mut first) => {
-                let first = first.get_mut();
-                // counted once per distinct text, however often it repeats
-                let big_enough = *first.big_enough.get_or_insert_with(|| {
-                    self.min_tokens == 0
-                        || counter.count_till_limit_again(&text, self.min_tokens - 1).is_none()
-                });
-                (first.id.clone(), big_enough, first.message)
-            }
+            std::collections::hash_map::Entry::Occupied(first) => first.into_mut(),
         };
-        let reference = self.placeholder.replace("{id}", &first);
+        // counted once per distinct text, however often it repeats
+        let big_enough = *first.big_enough.get_or_insert_with(|| {
+            self.min_tokens == 0 || counter.count_till_limit_again(&text, self.min_tokens - 1).is_none()
+        });
+        let reference = self.placeholder.replace("{id}", &first.id);
         if big_enough && reference.len() < text.len() {
             let target = block.map_or(Target::Content, Target::Block);
-            let detail = format!("the result of {id}: identical to the result of {first}");
+            let detail = format!("the result of {id}: identical to the result of {}", first.id);
+            let message = first.message;
             first_room(plan);
             plan.push(Replacement {
                 target,
