@@ -7,7 +7,11 @@
 //!   made unique) fitted to 32k, cold and warm, and read once (every message hashed, the
 //!   reference): the cost should grow linearly, and warm / read stay flat. The sizes between
 //!   show where the cost per message steps up: where the history and what a fit makes of it
-//!   outgrow the processor's caches (reading once steps up there too).
+//!   outgrow the processor's caches (reading once steps up there too). `warm_in_turn` and
+//!   `read_in_turn` take 100,000 messages' worth of histories of the size in turn, so that
+//!   each is no longer in the caches when its turn comes (a server of many conversations, an
+//!   agent loop with a model call between two fits): small histories lose the advantage of
+//!   being fitted back to back from the caches.
 //! - `agent_loop/*`: 500 turns of an agent loop, each appending one message and fitting again
 //!   to 32k, with one `Fitter` (counts cached) against a fresh one each turn (the reference).
 //!
@@ -131,6 +135,33 @@ fn scaling(c: &mut Criterion) {
         // its input a warm fit costs, which the processor's caches do not change
         group.bench_function(format!("{n}_messages/read"), |b| {
             b.iter(|| conversation.messages.iter().fold(0u128, |x, m| x ^ message_fingerprint(m)))
+        });
+        // the same fits, but of 100,000 messages' worth of conversations of this size taken in
+        // turn, each by its own warm fitter: what a server of many conversations (or an agent
+        // loop, whose model call runs between two fits) sees, a history no longer in the
+        // processor's caches; against reading them once in the same turn (the reference)
+        let copies = (100_000 / n).max(1);
+        let many: Vec<Conversation> = (0..copies).map(|_| conversation.clone()).collect();
+        let mut fitters: Vec<Fitter> = many
+            .iter()
+            .map(|c| {
+                let mut fitter = Fitter::new();
+                fitter.fit(c, &target, None).unwrap();
+                fitter
+            })
+            .collect();
+        let mut next = 0;
+        group.bench_function(format!("{n}_messages/warm_in_turn"), |b| {
+            b.iter(|| {
+                next = (next + 1) % copies;
+                fitters[next].fit(&many[next], &target, None).unwrap().report.compressed_token_count
+            })
+        });
+        group.bench_function(format!("{n}_messages/read_in_turn"), |b| {
+            b.iter(|| {
+                next = (next + 1) % copies;
+                many[next].messages.iter().fold(0u128, |x, m| x ^ message_fingerprint(m))
+            })
         });
     }
     group.finish();

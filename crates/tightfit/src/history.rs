@@ -429,7 +429,10 @@ impl<'a> History<'a> {
     /// Counts the message at `index` again after a change and records the change; returns the
     /// tokens saved.
     fn recount(&mut self, index: usize, kind: ChangeKind, detail: String) -> isize {
-        let tokens = self.cache.message_tokens(&self.counter, &self.messages[index]);
+        let tokens = match self.meta[index].origin {
+            Origin::Input(input) => self.cache.changed_tokens(&self.counter, &self.messages[index], input),
+            Origin::Inserted => self.cache.message_tokens(&self.counter, &self.messages[index]),
+        };
         let meta = &mut self.meta[index];
         let saved = meta.tokens as isize - tokens as isize;
         self.message_tokens = self.message_tokens + tokens - meta.tokens;

@@ -102,6 +102,12 @@ pub struct CountCache {
     /// session passes the fingerprints it took: a warm turn then reads no message it saw).
     /// Memory: 32 bytes per message of that history.
     history: Vec<(u128, usize, Shape)>,
+    /// The last two versions a step made of each input message it changed, with their
+    /// tokens, by input index ([`CountCache::changed_tokens`]). Why: a warm fit changes the
+    /// same messages the same way again (`dedupe`, then `clear_tool_results`, over most old
+    /// results); found here in index order, a version costs no random probe of the table.
+    /// Memory: 64 bytes per input message up to the last one changed.
+    changed: Vec<[Option<(u128, usize)>; 2]>,
 }
 
 impl CountCache {
@@ -125,6 +131,7 @@ impl CountCache {
         self.counts.clear();
         self.tools = None;
         self.history.clear();
+        self.changed.clear();
     }
 
     /// Makes room for `additional` more messages at once (a history about to be counted),
@@ -162,6 +169,27 @@ impl CountCache {
     ) -> (u128, usize) {
         self.use_counter(counter);
         (fingerprint, self.lookup(counter, message, fingerprint))
+    }
+
+    /// The tokens of `message`, a version of input message `input` that a step made, as
+    /// [`message_tokens`](CountCache::message_tokens) gives them: found among the versions of
+    /// that message made in the fits before when it is one of them, else from the table (and
+    /// then kept as that message's newest version).
+    pub(crate) fn changed_tokens(&mut self, counter: &ChatCounter, message: &Message, input: usize) -> usize {
+        self.use_counter(counter);
+        let fingerprint = message_fingerprint(message);
+        if let Some(versions) = self.changed.get(input) {
+            if let Some((_, tokens)) = versions.iter().flatten().find(|(f, _)| *f == fingerprint) {
+                return *tokens;
+            }
+        }
+        let tokens = self.lookup(counter, message, fingerprint);
+        if self.changed.len() <= input {
+            self.changed.resize(input + 1, [None, None]);
+        }
+        let versions = &mut self.changed[input];
+        *versions = [Some((fingerprint, tokens)), versions[0]];
+        tokens
     }
 
     /// The tokens of `message` from the table, or counted and remembered (the counter is
@@ -281,6 +309,50 @@ impl RunningCount {
             tools: self.tools,
             priming: self.counter.priming_tokens(),
             total: self.total(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+    use crate::tokens::OpenAiEncoding;
+
+    fn tool(text: &str) -> Message {
+        let mut message = Message::text(Role::Tool, text);
+        message.tool_call_id = Some("call_1".into());
+        message
+    }
+
+    #[test]
+    fn the_versions_of_a_changed_message_count_as_counting_them_does() {
+        let o200k = ChatCounter::openai(OpenAiEncoding::O200kBase);
+        let cl100k = ChatCounter::openai(OpenAiEncoding::Cl100kBase);
+        let versions = [
+            tool("a first version of the result"),
+            tool("[cleared]"),
+            tool("a third, longer version: ".repeat(9).as_str()),
+        ];
+        let mut cache = CountCache::new();
+        // two versions kept per input message: the third pushes the oldest out, and each is
+        // still counted right when it comes back, from the slot or from the table
+        for round in 0..3 {
+            for version in &versions {
+                assert_eq!(
+                    cache.changed_tokens(&o200k, version, 7),
+                    o200k.message_tokens(version),
+                    "round {round}"
+                );
+            }
+        }
+        // another message at the same input index, and one far beyond the slots made so far
+        let other = tool("something else entirely");
+        assert_eq!(cache.changed_tokens(&o200k, &other, 7), o200k.message_tokens(&other));
+        assert_eq!(cache.changed_tokens(&o200k, &other, 10_000), o200k.message_tokens(&other));
+        // another counter: its own counts, not the versions remembered for the first
+        for version in &versions {
+            assert_eq!(cache.changed_tokens(&cl100k, version, 7), cl100k.message_tokens(version));
         }
     }
 }
