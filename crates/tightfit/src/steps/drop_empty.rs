@@ -20,6 +20,7 @@
 use super::shared::keep::read_keep;
 use super::shared::written::Written;
 use super::{ConfigError, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM};
+use crate::format::Format;
 use crate::history::{History, Keep};
 use crate::message::{CallStyle, ContentForm, Message, Part, Role, ThinkingOrigin};
 use crate::params::{FromParams, Params};
@@ -93,11 +94,36 @@ impl Step for DropEmpty {
                 !protected && !prefill && says_nothing
             })
             .collect();
+        let drop = keep_newest_turn_apart(history, drop);
         if drop.contains(&true) {
             history.drop_units(&drop, "no content");
         }
         Ok(())
     }
+}
+
+/// `drop` (one flag per unit), less the unit just before the newest user turn when dropping
+/// it would leave that turn right after another user message: Anthropic's turns of one role
+/// in a row are merged into one, and the newest user turn, merged into the results before it,
+/// would no longer start a turn (an empty one, which only that unit kept apart, would end the
+/// history inside the tool loop, whose first step may have no thinking).
+fn keep_newest_turn_apart(history: &History<'_>, mut drop: Vec<bool>) -> Vec<bool> {
+    if history.provider() != Format::Anthropic {
+        return drop;
+    }
+    let Some(newest) = history.newest_user_unit().filter(|&n| n > 0 && drop[n - 1]) else {
+        return drop;
+    };
+    let units = history.units();
+    if history.message(units[newest].messages.start).role != Role::User {
+        return drop;
+    }
+    let before = (0..newest - 1).rev().find(|&u| !drop[u]);
+    let user_before = before.is_some_and(|u| history.message(units[u].messages.end - 1).role == Role::User);
+    if user_before {
+        drop[newest - 1] = false;
+    }
+    drop
 }
 
 /// The blank text parts that can go from a content list: those beside other content, in the
@@ -259,6 +285,36 @@ mod tests {
         // the same message anywhere else goes
         let earlier = openai(r#"[{"role": "assistant", "content": ""}, {"role": "user", "content": "hi"}]"#);
         assert_eq!(run(&DropEmpty::default(), &earlier).len(), 1);
+    }
+
+    #[test]
+    fn the_newest_user_turn_is_not_merged_into_the_results_before_it() {
+        // the empty assistant message between the last results and the (empty) newest user
+        // turn would go, and Anthropic's two user messages in a row would then merge: the
+        // history would end inside the tool loop, whose first step has no thinking (found by
+        // the step property tests)
+        let input = anthropic(
+            r#"[{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "c2ln"},
+                    {"type": "tool_use", "id": "b", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b"}]},
+                {"role": "assistant", "content": []},
+                {"role": "user", "content": []}]"#,
+        );
+        assert_eq!(validate(&input, Format::Anthropic), vec![]);
+        let out = run_in(&DropEmpty::default(), &input, anthropic_cx());
+        assert_eq!(validate(&out, Format::Anthropic), vec![]);
+        assert_eq!(out, input);
+        // with a user turn that says something after it, the empty assistant message goes
+        let mut later = input.clone();
+        later.extend(anthropic(
+            r#"[{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]"#,
+        ));
+        let out = run_in(&DropEmpty::default(), &later, anthropic_cx());
+        assert_eq!(validate(&out, Format::Anthropic), vec![]);
+        assert!(out.len() < later.len(), "{out:?}");
     }
 
     #[test]
