@@ -235,11 +235,13 @@ fn a_plan_survives_json_and_replays_to_identical_bytes() {
     // every input unit is accounted for, and the dropped ones name their step
     let covered: usize = plan.units.iter().map(|u| u.messages[1] - u.messages[0]).sum();
     assert_eq!(covered, conversation.messages.len());
-    assert!(plan.units.iter().filter(|u| u.action == tightfit::plan::UnitAction::Dropped).all(|u| u
-        .steps
-        .len()
-        == 1
-        && &*u.steps[0] == "middle_out"));
+    let by_middle_out_alone =
+        |u: &tightfit::plan::UnitPlan| u.steps.len() == 1 && &*u.steps[0] == "middle_out";
+    assert!(plan
+        .units
+        .iter()
+        .filter(|u| u.action == tightfit::plan::UnitAction::Dropped)
+        .all(by_middle_out_alone));
     // on another history the plan refuses, saying what differs: the number of messages
     let other = parse_str(&all[0], FormatHint::Auto).unwrap();
     assert_ne!(other.messages.len(), conversation.messages.len());
