@@ -114,13 +114,15 @@ pub(crate) fn units_knowing<M: Borrow<Message>>(
     // at most one unit a message; made at that size, the list is written once instead of
     // grown (and copied) from empty, and the pages it does not use are never touched
     let mut units = Vec::with_capacity(messages.len());
+    // the open calls of a step, their room kept from one step to the next
+    let mut open = OpenCalls::new([]);
     let mut i = 0;
     while i < messages.len() {
         let message = messages[i].borrow();
         let unit = if message.role.is_instruction() {
             Unit::new(UnitKind::Instruction, i..i + 1, message)
         } else if message.role == Role::Assistant {
-            assistant_step(messages, i, &holds)
+            assistant_step(messages, i, &holds, &mut open)
         } else if holds(i).results {
             Unit::new(UnitKind::OrphanResults, i..i + 1, message)
         } else {
@@ -142,10 +144,11 @@ enum Answered<'m> {
 /// The step that starts at the assistant message `start`: it takes every following message
 /// whose results all answer a still-open call of this step. O(messages + calls) with the
 /// lookups of [`OpenCalls`].
-fn assistant_step<M: Borrow<Message>>(
-    messages: &[M],
+fn assistant_step<'m, M: Borrow<Message>>(
+    messages: &'m [M],
     start: usize,
     holds: &impl Fn(usize) -> CallsAndResults,
+    open: &mut OpenCalls<Answered<'m>>,
 ) -> Unit {
     let callers = response_end(messages, start);
     if !(start..callers).any(|i| holds(i).calls) {
@@ -153,14 +156,11 @@ fn assistant_step<M: Borrow<Message>>(
         // and of agents that run commands from text): no call index to build
         return Unit::new(UnitKind::AssistantStep, start..callers, messages[start].borrow());
     }
-    let calls: Vec<(Option<&str>, &str)> = messages[start..callers]
-        .iter()
-        .flat_map(|m| m.borrow().tool_calls())
-        .map(|c| (c.id.as_deref(), c.name.as_str()))
-        .collect();
-    let mut open = OpenCalls::new(calls.iter().map(|(id, name)| match id {
-        Some(id) => Answered::Id(id),
-        None => Answered::Name(name),
+    open.refill(messages[start..callers].iter().flat_map(|m| m.borrow().tool_calls()).map(|c| {
+        match c.id.as_deref() {
+            Some(id) => Answered::Id(id),
+            None => Answered::Name(c.name.as_str()),
+        }
     }));
     let mut end = callers;
     while end < messages.len() && !open.is_empty() {
@@ -178,7 +178,7 @@ fn assistant_step<M: Borrow<Message>>(
                 open.close(slot);
                 true
             }
-            None => next.role == Role::User && close_blocks(&mut open, next),
+            None => next.role == Role::User && close_blocks(open, next),
         };
         if !belongs {
             break;

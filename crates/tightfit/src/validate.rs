@@ -162,10 +162,17 @@ fn push(out: &mut Vec<Violation>, index: usize, rule: Rule, reason: String) {
     out.push(Violation { index, rule, reason });
 }
 
-/// The ids of the calls of `callers` (one message, or the items of one Responses response);
-/// a second call with the same id is reported at the message that makes it.
-fn call_ids<'m>(callers: &[&'m Message], index: usize, out: &mut Vec<Violation>) -> OpenCalls<&'m str> {
-    let mut ids: Vec<&str> = Vec::new();
+/// Opens in `open` the ids of the calls of `callers` (one message, or the items of one
+/// Responses response); a second call with the same id is reported at the message that makes
+/// it. `ids` is room for the list on its way, kept from one caller to the next.
+fn call_ids<'m>(
+    callers: &[&'m Message],
+    index: usize,
+    out: &mut Vec<Violation>,
+    open: &mut OpenCalls<&'m str>,
+    ids: &mut Vec<&'m str>,
+) {
+    ids.clear();
     // a set only for many calls: a step's few ids are compared directly, as `OpenCalls` does
     let mut seen: HashSet<&str> = HashSet::default();
     let calls = callers.iter().enumerate().flat_map(|(at, m)| m.tool_calls().map(move |c| (index + at, c)));
@@ -185,13 +192,14 @@ fn call_ids<'m>(callers: &[&'m Message], index: usize, out: &mut Vec<Violation>)
             push(out, index, Rule::DuplicateCallId, format!("two tool calls share the id {id:?}"));
         }
     }
-    OpenCalls::new(ids)
+    open.refill(ids.iter().copied());
 }
 
 fn openai(messages: &[&Message], provider: Format, out: &mut Vec<Violation>) {
     // the calls of the last assistant message (or response) that still wait for results, and
     // its index
     let mut open: OpenCalls<&str> = OpenCalls::new([]);
+    let mut ids: Vec<&str> = Vec::new();
     let mut caller: Option<usize> = None;
     let mut answered: HashSet<&str> = HashSet::default();
     let mut seen_conversation = false;
@@ -254,7 +262,7 @@ fn openai(messages: &[&Message], provider: Format, out: &mut Vec<Violation>) {
                 }
                 if role == Role::Assistant {
                     response_end = crate::units::response_end(messages, index);
-                    open = call_ids(&messages[index..response_end], index, out);
+                    call_ids(&messages[index..response_end], index, out, &mut open, &mut ids);
                     caller = Some(index);
                 } else {
                     caller = None;
@@ -281,13 +289,14 @@ fn report_unanswered(
             push(out, at, Rule::UnansweredToolCall, format!("tool call {id:?} gets no result"));
         }
     }
-    *open = OpenCalls::new([]);
+    open.refill([]);
 }
 
 fn gemini(messages: &[&Message], out: &mut Vec<Violation>) {
     let head = messages.iter().take_while(|m| m.role.is_instruction()).count();
     // the calls of the model turn before this message that wait for responses, and its index
     let mut open: OpenCalls<&str> = OpenCalls::new([]);
+    let mut ids: Vec<&str> = Vec::new();
     let mut caller: Option<(usize, usize)> = None;
     for (index, message) in messages.iter().enumerate().skip(head) {
         let role = message.role;
@@ -350,9 +359,9 @@ fn gemini(messages: &[&Message], out: &mut Vec<Violation>) {
                 format!("the functionCall {id:?} gets no functionResponse in the next turn"),
             );
         }
-        open = OpenCalls::new([]);
+        open.refill([]);
         if role == Role::Assistant && message.tool_calls().next().is_some() {
-            open = call_ids(std::slice::from_ref(message), index, out);
+            call_ids(std::slice::from_ref(message), index, out, &mut open, &mut ids);
             caller = Some((index, message.tool_calls().count()));
         }
     }
@@ -375,6 +384,7 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
         .any(|m| m.parts.iter().any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_))));
     let mut previous: Option<(usize, Role)> = None;
     let mut open: OpenCalls<&str> = OpenCalls::new([]);
+    let mut ids: Vec<&str> = Vec::new();
     for (index, message) in messages.iter().enumerate().skip(head) {
         let role = message.role;
         if !matches!(role, Role::User | Role::Assistant) {
@@ -450,9 +460,9 @@ fn anthropic(messages: &[&Message], out: &mut Vec<Violation>) {
                 );
             }
         }
-        open = OpenCalls::new([]);
+        open.refill([]);
         if role == Role::Assistant {
-            open = call_ids(std::slice::from_ref(message), index, out);
+            call_ids(std::slice::from_ref(message), index, out, &mut open, &mut ids);
             for part in &message.parts {
                 if let Part::Thinking(t) = part {
                     if t.signature.is_none() {
