@@ -22,6 +22,7 @@ use crate::message::{ContentForm, Message, Part, Role, Tool};
 use crate::plan::{input_fingerprint, Plan};
 pub use crate::record::Origin;
 use crate::record::{Change, ChangeKind, Dropped, Meta};
+use crate::result_text::{one_result, text_hash};
 use crate::shape::Shape;
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, units_knowing, Unit, UnitKind};
@@ -106,13 +107,13 @@ impl<'a> History<'a> {
         let capacity = messages.len() + INSERT_ROOM;
         let counted = cache.count_history(counter, messages, known);
         let mut meta = Vec::with_capacity(capacity);
-        meta.extend(counted.iter().enumerate().map(|(i, &(_, tokens, shape))| Meta {
+        meta.extend(counted.iter().enumerate().map(|(i, counted)| Meta {
             origin: Origin::Input(i),
-            tokens,
+            tokens: counted.tokens,
             changes: Vec::new(),
-            shape,
+            shape: counted.shape,
         }));
-        let input_fingerprint = input_fingerprint(counted.iter().map(|&(fingerprint, _, _)| fingerprint));
+        let input_fingerprint = input_fingerprint(counted.iter().map(|counted| counted.fingerprint));
         let tools_tokens = tools.map_or(0, |t| cache.tools_tokens(counter, t));
         let message_tokens = meta.iter().map(|m| m.tokens).sum();
         let mut borrowed = Vec::with_capacity(capacity);
@@ -141,6 +142,7 @@ impl<'a> History<'a> {
         };
         // the shapes remembered by the count cache must be the messages' own (a debug check)
         debug_assert_eq!(history.stale_shape(), None, "a remembered shape is not its message's");
+        debug_assert_eq!(history.stale_result_text(), None, "a remembered result hash is not its message's");
         history
     }
 
@@ -181,6 +183,17 @@ impl<'a> History<'a> {
         self.messages[index].as_input()
     }
 
+    /// The [`text_hash`] of the one result of the message at `index` (see [`one_result`]) as
+    /// counting the input found it, when no step changed the message: `dedupe` then need not
+    /// read the result's text again. `None` where it must be worked out (a changed message,
+    /// none known).
+    pub(crate) fn input_result_text(&self, index: usize) -> Option<u128> {
+        let Origin::Input(input) = self.meta[index].origin else { return None };
+        self.messages[index].as_input()?;
+        let hash = self.cache.counted(input)?.result_text;
+        (hash != 0).then_some(hash)
+    }
+
     /// Where the message at `index` came from.
     pub fn origin(&self, index: usize) -> Origin {
         self.meta[index].origin
@@ -212,6 +225,15 @@ impl<'a> History<'a> {
     /// current); a check for debug builds.
     pub(crate) fn stale_shape(&self) -> Option<usize> {
         (0..self.len()).find(|&i| self.meta[i].shape != Shape::of(&self.messages[i]))
+    }
+
+    /// The first message whose result hash, as counting remembered it, is not its own; a
+    /// check for debug builds, of a history no step has changed yet.
+    pub(crate) fn stale_result_text(&self) -> Option<usize> {
+        (0..self.len()).find(|&i| {
+            self.input_result_text(i)
+                .is_some_and(|hash| one_result(&self.messages[i]).and_then(text_hash) != Some(hash))
+        })
     }
 
     /// Whether the units kept from before the last changes are not those of the messages now

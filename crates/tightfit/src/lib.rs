@@ -46,6 +46,7 @@ pub mod pricing;
 mod record;
 pub mod repair;
 pub mod report;
+mod result_text;
 pub mod session;
 mod shape;
 pub mod simulate;

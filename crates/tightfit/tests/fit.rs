@@ -445,6 +445,59 @@ fn a_warm_fit_counts_what_changed_in_place_afresh() {
     }
 }
 
+/// `dedupe` takes the text hash of a result counted before from what counting remembered at
+/// its place: a result edited in place into a repeat of another (OpenAI tool message, and an
+/// Anthropic `tool_result` block) is found a repeat by a warm fit as by a cold one, and one
+/// edited back is whole again.
+#[test]
+fn a_warm_fit_finds_a_result_edited_into_a_repeat() {
+    let long = |word: &str| format!("{word} ").repeat(120);
+    let pipeline = config::from_str(r#"{"steps": [{"type": "dedupe"}]}"#, Syntax::Json).unwrap();
+    let openai = conversation(json!([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [call("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": long("alpha")},
+        {"role": "assistant", "content": null, "tool_calls": [call("b")]},
+        {"role": "tool", "tool_call_id": "b", "content": long("beta")},
+        {"role": "assistant", "content": "done"}
+    ]));
+    let block = |id: &str, text: String| json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": text}]});
+    let tool_use = |id: &str| json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "f", "input": {}}]});
+    let anthropic = parse_str(
+        &json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+            {"role": "user", "content": "go"},
+            tool_use("a"),
+            block("a", long("alpha")),
+            tool_use("b"),
+            block("b", long("beta")),
+            {"role": "assistant", "content": "done"}
+        ]})
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    for (original, format) in [(openai, Format::OpenAi), (anthropic, Format::Anthropic)] {
+        let mut warm = Fitter::new();
+        let mut history = original.clone();
+        for (turn, repeats) in [(0, false), (1, true), (2, false)] {
+            // turn 1: the second result now says what the first does; turn 2: back as it was
+            history.messages[4] =
+                if repeats { original.messages[2].clone() } else { original.messages[4].clone() };
+            match (&mut history.messages[4].parts[..], format) {
+                ([tightfit::message::Part::ToolResult(r)], Format::Anthropic) => r.tool_use_id = "b".into(),
+                _ => history.messages[4].tool_call_id = Some("b".into()),
+            }
+            let run = |fitter: &mut Fitter| {
+                fitter.run(&history, &counter(), Some(&pipeline), &RunOptions::transform()).unwrap()
+            };
+            let (cold, hot) = (run(&mut Fitter::new()), run(&mut warm));
+            assert_eq!(bytes(&hot.messages, format), bytes(&cold.messages, format), "{format:?} turn {turn}");
+            let replaced = Borrow::<Message>::borrow(&hot.messages[4]) != &history.messages[4];
+            assert_eq!(replaced, repeats, "{format:?} turn {turn}: {:?}", hot.messages[4]);
+        }
+    }
+}
+
 #[test]
 fn an_anthropic_history_that_would_start_with_the_assistant_gets_a_user_turn_first() {
     let conversation = parse_str(

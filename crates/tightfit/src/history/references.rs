@@ -24,10 +24,11 @@ use std::borrow::Cow;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::calls::result_keys;
 use crate::message::{Message, Part};
+use crate::result_text::text_hash;
 
 /// Where a reference is written in the message that makes it, and how it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,28 +170,6 @@ fn scope_parts_mut<'m>(message: &'m mut Message, key: Option<&str>) -> Option<&'
         Some(key) => result_parts_mut(message, key),
         None => Some(&mut message.parts),
     }
-}
-
-/// A result's text as one string: its text parts joined by newlines.
-pub(crate) fn joined_text(parts: &[Part]) -> Cow<'_, str> {
-    if let [Part::Text(t)] = parts {
-        return Cow::Borrowed(&t.text);
-    }
-    let texts: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    Cow::Owned(texts.join("\n"))
-}
-
-/// The hash of a result that is all text, what `dedupe` compares results by; `None` for one
-/// with other parts or none.
-pub(crate) fn text_hash(parts: &[Part]) -> Option<u128> {
-    let all_text = !parts.is_empty() && parts.iter().all(|p| matches!(p, Part::Text(_)));
-    all_text.then(|| xxh3_128(joined_text(parts).as_bytes()))
 }
 
 /// The kind and content hash of a media part (what it holds, not how it is decorated).

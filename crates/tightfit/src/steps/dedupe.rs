@@ -31,11 +31,12 @@ use super::shared::keep::read_keep;
 use super::{
     ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
 };
-use crate::history::references::{joined_text, media_hash, message_place, text_hash, Holds, Reference, Site};
+use crate::history::references::{media_hash, message_place, Holds, Reference, Site};
 use crate::history::{History, Keep, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::result_text::{joined_text, text_hash};
 use crate::tokens::TokenCounter;
 
 /// The default reference to an earlier identical result; `{id}` is its call's id.
@@ -139,8 +140,16 @@ impl Step for Dedupe {
             if !shape.has_results() && !shape.has_media() {
                 continue;
             }
-            let mut plan =
-                self.plan_message(history.message(i), input, &mut seen, history.counter().text_counter());
+            // the hash of a result counting already took (an unchanged message) is not taken
+            // again: its text is not read
+            let known = history.input_result_text(i);
+            let mut plan = self.plan_message(
+                history.message(i),
+                input,
+                known,
+                &mut seen,
+                history.counter().text_counter(),
+            );
             if protected || plan.is_empty() {
                 continue;
             }
@@ -197,6 +206,15 @@ struct FirstResult {
     big_enough: Option<bool>,
     /// The input index of its message.
     message: usize,
+}
+
+/// The result `plan_result` reads: its message's input index, the text hash counting took
+/// of it (if any), and its block (`None`: the whole message).
+#[derive(Debug, Clone, Copy)]
+struct ResultInMessage {
+    input: usize,
+    known: Option<u128>,
+    block: Option<usize>,
 }
 
 /// Where in a message a replacement goes.
@@ -288,17 +306,22 @@ impl Target {
 impl Dedupe {
     /// Reads one message: records its first occurrences and returns the replacements of its
     /// repeats (computed even for a protected message, whose repeats are then not applied).
+    ///
+    /// `known` is the text hash of the message's one result (see
+    /// [`one_result`](crate::result_text::one_result)) when the caller has it.
     fn plan_message(
         &self,
         message: &Message,
         input: usize,
+        known: Option<u128>,
         seen: &mut Seen,
         counter: &dyn TokenCounter,
     ) -> Vec<Replacement> {
         let mut plan = Vec::new();
+        let result = ResultInMessage { input, known, block: None };
         if matches!(message.role, Role::Tool | Role::Function) {
             let id = message.tool_call_id.as_deref().or(message.name.as_deref()).unwrap_or_default();
-            self.plan_result(&message.parts, id, None, input, seen, counter, &mut plan);
+            self.plan_result(&message.parts, id, result, seen, counter, &mut plan);
             return plan;
         }
         // named only when a first media part needs it: naming copies the message's text
@@ -306,7 +329,9 @@ impl Dedupe {
         for (p, part) in message.parts.iter().enumerate() {
             match part {
                 Part::ToolResult(r) => {
-                    self.plan_result(&r.parts, &r.tool_use_id, Some(p), input, seen, counter, &mut plan)
+                    // a known hash is of the message's only result block: this one
+                    let result = ResultInMessage { block: Some(p), ..result };
+                    self.plan_result(&r.parts, &r.tool_use_id, result, seen, counter, &mut plan)
                 }
                 part => self.plan_media(part, Target::Part(None, p), &at, input, seen, &mut plan),
             }
@@ -315,18 +340,17 @@ impl Dedupe {
     }
 
     /// A result's content: a repeat as a whole when it is all text, else its media one by one.
-    #[allow(clippy::too_many_arguments)]
     fn plan_result(
         &self,
         parts: &[Part],
         id: &str,
-        block: Option<usize>,
-        input: usize,
+        result: ResultInMessage,
         seen: &mut Seen,
         counter: &dyn TokenCounter,
         plan: &mut Vec<Replacement>,
     ) {
-        let Some(hash) = text_hash(parts) else {
+        let ResultInMessage { input, known, block } = result;
+        let Some(hash) = known.or_else(|| text_hash(parts)) else {
             let at = || format!("the result of tool call {id}");
             for (p, part) in parts.iter().enumerate() {
                 self.plan_media(part, Target::Part(block, p), &at, input, seen, plan);

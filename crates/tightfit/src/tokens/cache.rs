@@ -9,6 +9,7 @@ use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
 use super::{ChatCounter, Count};
 use crate::message::{Message, Tool};
+use crate::result_text::{one_result, text_hash};
 use crate::shape::Shape;
 
 /// A 128-bit content hash of a message (xxh3 over every field, extras included; key order of
@@ -80,6 +81,37 @@ impl Hasher for Gather<'_> {
     }
 }
 
+/// What counting a message of a history learnt of it, kept by position for the next fit of
+/// that history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counted {
+    /// Its [`message_fingerprint`].
+    pub(crate) fingerprint: u128,
+    /// Its tokens, framing included.
+    pub(crate) tokens: usize,
+    /// What kinds of content it holds.
+    pub(crate) shape: Shape,
+    /// The [`text_hash`] of its one result, when it holds one result that is all text (a
+    /// tool message, or one `tool_result` block); 0 when it holds none such, or when not
+    /// worked out. Why: `dedupe` compares results by this hash, and hashing every result's
+    /// text again is a second read of most of a long agent history's bytes in each warm fit.
+    /// 0 only ever means "hash it": no result is ever taken for another.
+    pub(crate) result_text: u128,
+}
+
+impl Counted {
+    /// What counting `message`, with these fingerprint and tokens, learns of it: its shape
+    /// and its result's text hash, from one more pass over its parts.
+    fn of(message: &Message, fingerprint: u128, tokens: usize) -> Counted {
+        Counted {
+            fingerprint,
+            tokens,
+            shape: Shape::of(message),
+            result_text: one_result(message).and_then(text_hash).unwrap_or(0),
+        }
+    }
+}
+
 /// Token counts of messages by content hash, for one [`ChatCounter`].
 ///
 /// Counting a conversation through the cache tokenizes only messages it has not seen, so
@@ -93,15 +125,15 @@ pub struct CountCache {
     /// The fingerprint and tokens of the tool schemas counted last (agent loops send the
     /// same tools every turn, and rendering them is the costliest part of a small request).
     tools: Option<(u128, usize)>,
-    /// The fingerprint, tokens and [`Shape`] of each message of the history counted last
+    /// What was learnt of each message of the history counted last
     /// ([`CountCache::count_history`]), by position. Why: a warm fit of the same history, or
     /// of one grown by a turn, finds each message at its place in one sequential read;
     /// probing the table instead costs a cache miss or two per message once the table
     /// outgrows the processor's cache (100,000 messages), a fifth of a warm fit's time.
-    /// The shape rides along so that a message found at its place is not opened at all (a
-    /// session passes the fingerprints it took: a warm turn then reads no message it saw).
-    /// Memory: 32 bytes per message of that history.
-    history: Vec<(u128, usize, Shape)>,
+    /// The shape and the result's text hash ride along so that a message found at its place
+    /// is not opened at all (a session passes the fingerprints it took: a warm turn then
+    /// reads no message it saw). Memory: 48 bytes per message of that history.
+    history: Vec<Counted>,
     /// The last two versions a step made of each input message it changed, with their
     /// tokens, by input index ([`CountCache::changed_tokens`]). Why: a warm fit changes the
     /// same messages the same way again (`dedupe`, then `clear_tool_results`, over most old
@@ -209,7 +241,7 @@ impl CountCache {
         counter: &ChatCounter,
         messages: &[Message],
         known: Option<&[u128]>,
-    ) -> &[(u128, usize, Shape)] {
+    ) -> &[Counted] {
         self.use_counter(counter);
         let known = known.filter(|k| k.len() == messages.len());
         let previous = std::mem::take(&mut self.history);
@@ -220,13 +252,19 @@ impl CountCache {
                 None => message_fingerprint(message),
             };
             let entry = match previous.get(i) {
-                Some(&(at_place, tokens, shape)) if at_place == fingerprint => (fingerprint, tokens, shape),
-                _ => (fingerprint, self.lookup(counter, message, fingerprint), Shape::of(message)),
+                Some(&counted) if counted.fingerprint == fingerprint => counted,
+                _ => Counted::of(message, fingerprint, self.lookup(counter, message, fingerprint)),
             };
             history.push(entry);
         }
         self.history = history;
         &self.history
+    }
+
+    /// What the last [`count_history`](CountCache::count_history) learnt of the message at
+    /// `position` of that history.
+    pub(crate) fn counted(&self, position: usize) -> Option<&Counted> {
+        self.history.get(position)
     }
 
     /// The tokens of tool schemas, from the cache when they are the ones counted last.
