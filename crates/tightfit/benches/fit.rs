@@ -32,7 +32,6 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,20 +42,9 @@ use tightfit::format::{self, Conversation, Format, FormatHint};
 use tightfit::session::{MemoryStore, Policy, Session};
 use tightfit::tokens::{message_fingerprint, ChatCounter, OpenAiEncoding};
 
-fn shared(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared").join(relative)
-}
-
-fn extreme_lines() -> Vec<(String, String)> {
-    std::fs::read_to_string(shared("data/extreme_long.jsonl"))
-        .expect("the shared corpus beside the repository")
-        .lines()
-        .map(|line| {
-            let id = serde_json::from_str::<Value>(line).unwrap()["id"].as_str().unwrap().to_string();
-            (id, line.to_string())
-        })
-        .collect()
-}
+#[path = "common/histories.rs"]
+mod histories;
+use histories::{extreme_lines, repeated};
 
 fn target(budget: usize) -> Target {
     Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase))
@@ -84,36 +72,6 @@ fn extreme(c: &mut Criterion) {
         }
     }
     group.finish();
-}
-
-/// A history of `n` messages: the tau-bench concatenation repeated, call ids suffixed per copy.
-fn repeated(n: usize) -> Conversation {
-    let line = extreme_lines().into_iter().find(|(id, _)| id.contains("tau-bench")).unwrap().1;
-    let record: Value = serde_json::from_str(&line).unwrap();
-    let source = record["messages"].as_array().unwrap();
-    let mut messages = Vec::with_capacity(n);
-    let mut copy = 0;
-    while messages.len() < n {
-        for m in source.iter().skip(usize::from(copy > 0)) {
-            if messages.len() == n {
-                break;
-            }
-            let mut m = m.clone();
-            if let Some(id) = m.get("tool_call_id").and_then(Value::as_str) {
-                m["tool_call_id"] = Value::from(format!("{id}_c{copy}"));
-            }
-            if let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) {
-                for call in calls {
-                    let id = call["id"].as_str().unwrap().to_string();
-                    call["id"] = Value::from(format!("{id}_c{copy}"));
-                }
-            }
-            messages.push(m);
-        }
-        copy += 1;
-    }
-    // end on a whole step: drop trailing messages that leave calls unanswered
-    format::parse_value(Value::Array(messages), FormatHint::Auto).unwrap()
 }
 
 fn scaling(c: &mut Criterion) {
