@@ -24,7 +24,6 @@ use tightfit::fit::{Fitter, Target};
 use tightfit::tokens::{ChatCounter, OpenAiEncoding};
 
 #[path = "../benches/common/histories.rs"]
-#[allow(dead_code)]
 mod histories;
 
 fn main() -> Result<(), String> {
