@@ -211,7 +211,9 @@ impl ClearToolResults {
     /// line of the report each), where the cleared results are, and (with `clear_inputs`) the
     /// calls whose arguments go.
     fn plan(&self, history: &History<'_>) -> (Vec<MessageClear>, Vec<ResultAt>, Vec<SiteCall>) {
-        let sites = result_sites(history);
+        // the calls are looked up only when a result's call matters (its tool's name, or its
+        // input to clear): without that, no assistant message is opened
+        let sites = result_sites(history, !self.exclude_tools.is_empty() || self.clear_inputs);
         let units = history.units().len();
         let first_kept_unit = self.keep_units.map_or(units, |n| units.saturating_sub(n));
         let counter = history.counter().text_counter();
@@ -416,8 +418,9 @@ fn empty_arguments(style: CallStyle) -> Arguments {
     }
 }
 
-/// Every tool result in message order, with the call it answers where there is one.
-fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
+/// Every tool result in message order, with the call it answers where there is one (when
+/// `with_calls`; else no call is looked up).
+fn result_sites<'h>(history: &'h History<'_>, with_calls: bool) -> Vec<ResultSite<'h>> {
     // a result a message that has results, usually (Anthropic's may hold several): made at
     // that size, the list is not grown and copied from empty over a long history
     let mut sites =
@@ -431,7 +434,7 @@ fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
             continue;
         }
         calls.clear();
-        if unit.kind == UnitKind::AssistantStep {
+        if with_calls && unit.kind == UnitKind::AssistantStep {
             // the step's assistant messages: one, or the items of one Responses response
             for at in unit.messages.clone().take_while(|&i| history.message(i).role == Role::Assistant) {
                 if !history.shape(at).has_calls() {
@@ -447,7 +450,7 @@ fn result_sites<'h>(history: &'h History<'_>) -> Vec<ResultSite<'h>> {
         }
         for i in unit.messages.clone().filter(|&i| history.shape(i).has_results()) {
             for (key, at) in result_keys(history.message(i), i) {
-                let call = calls.get(&key).copied();
+                let call = if with_calls { calls.get(&key).copied() } else { None };
                 sites.push(ResultSite { at, unit: u, call, key });
             }
         }
