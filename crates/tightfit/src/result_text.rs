@@ -8,7 +8,8 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use crate::message::{Message, Part, Role};
 
-/// A result's text as one string: its text parts joined by newlines.
+/// A result's text as one string: its text parts joined by newlines (borrowed when it is one
+/// part).
 pub(crate) fn joined_text(parts: &[Part]) -> Cow<'_, str> {
     if let [Part::Text(t)] = parts {
         return Cow::Borrowed(&t.text);

@@ -34,6 +34,7 @@ use crate::history::{History, Keep};
 use crate::message::{Message, Part, Role};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::result_text::joined_text;
 use crate::shape::is_blank;
 use crate::units::UnitKind;
 
@@ -153,7 +154,7 @@ impl DropRetryPrompts {
         match at {
             ResultAt::Message(i) => self.is_error_text(&history.message(i).text_content()),
             ResultAt::Block(i, p) => match &history.message(i).parts[p] {
-                Part::ToolResult(r) => r.is_error == Some(true) || self.is_error_text(&parts_text(&r.parts)),
+                Part::ToolResult(r) => r.is_error == Some(true) || self.is_error_text(&joined_text(&r.parts)),
                 _ => false,
             },
         }
@@ -291,17 +292,6 @@ fn is_plain_reply(history: &History<'_>, unit: &crate::units::Unit) -> bool {
     unit.kind == UnitKind::AssistantStep
         && unit.len() == 1
         && history.message(unit.messages.start).tool_calls().next().is_none()
-}
-
-fn parts_text(parts: &[Part]) -> String {
-    let texts: Vec<&str> = parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
 }
 
 #[cfg(test)]
