@@ -3,8 +3,8 @@
 //! - `extreme/*`: each `extreme_long.jsonl` history (251k–1M tokens) fitted to 32k and 128k:
 //!   `cold` parses the JSON, counts every message and fits; `warm` fits with the counts of an
 //!   earlier call cached (the agent-loop case). The cold run is the reference of the warm one.
-//! - `scaling/*`: histories of 1k to 100k messages (real tau-bench turns repeated, call ids
-//!   made unique) fitted to 32k, cold and warm, and read once (every message hashed, the
+//! - `scaling/*`: histories of about 1k to 100k messages (real tau-bench turns repeated, call
+//!   ids made unique, ending on a whole step as a history about to be sent does) fitted to 32k, cold and warm, and read once (every message hashed, the
 //!   reference): the cost should grow linearly, and warm / read stay flat. The sizes between
 //!   show where the cost per message steps up: where the history and what a fit makes of it
 //!   outgrow the processor's caches (reading once steps up there too). `warm_in_turn` and
@@ -44,7 +44,7 @@ use tightfit::tokens::{message_fingerprint, ChatCounter, OpenAiEncoding};
 
 #[path = "common/histories.rs"]
 mod histories;
-use histories::{extreme_lines, repeated};
+use histories::{extreme_lines, repeated, repeated_whole};
 
 fn target(budget: usize) -> Target {
     Target::budget(budget, ChatCounter::openai(OpenAiEncoding::O200kBase))
@@ -79,7 +79,7 @@ fn scaling(c: &mut Criterion) {
     group.sample_size(10).measurement_time(Duration::from_secs(4));
     let target = target(32_768);
     for n in [1_000, 5_000, 10_000, 20_000, 50_000, 100_000] {
-        let conversation = repeated(n);
+        let conversation = repeated_whole(n);
         group.bench_function(format!("{n}_messages/cold"), |b| {
             b.iter(|| Fitter::new().fit(&conversation, &target, None).unwrap().report.compressed_token_count)
         });

@@ -33,7 +33,7 @@ fn main() -> Result<(), String> {
     };
     let mut args = std::env::args().skip(1);
     let (n, fits) = (number(args.next())?, number(args.next())?);
-    let history = histories::repeated(n);
+    let history = histories::repeated_whole(n);
     let target = Target::budget(32_768, ChatCounter::openai(OpenAiEncoding::O200kBase));
     let mut fitter = Fitter::new();
     let first = fitter.fit(&history, &target, None).map_err(|e| e.to_string())?;

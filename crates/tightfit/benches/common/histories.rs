@@ -49,6 +49,22 @@ pub fn repeated(n: usize) -> Conversation {
         }
         copy += 1;
     }
-    // end on a whole step: drop trailing messages that leave calls unanswered
     format::parse_value(Value::Array(messages), FormatHint::Auto).unwrap()
+}
+
+/// [`repeated`] less its last messages when they leave calls unanswered, so that it ends on a
+/// whole step, as a history handed to `fit` before a model call does: a history cut inside a
+/// step would be repaired (a synthetic result written) by every fit.
+pub fn repeated_whole(n: usize) -> Conversation {
+    let mut conversation = repeated(n);
+    let messages = &mut conversation.messages;
+    while let Some(caller) = messages.iter().rposition(|m| m.tool_calls().next().is_some()) {
+        let answered: Vec<&str> =
+            messages[caller + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+        if messages[caller].tool_calls().all(|c| c.id.as_deref().is_some_and(|id| answered.contains(&id))) {
+            break;
+        }
+        messages.truncate(caller);
+    }
+    conversation
 }
