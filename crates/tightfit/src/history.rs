@@ -25,7 +25,7 @@ use crate::record::{Change, ChangeKind, Dropped, Meta};
 use crate::result_text::{one_result, text_hash};
 use crate::shape::Shape;
 use crate::tokens::{ChatCounter, CountCache};
-use crate::units::{units, units_knowing, Unit, UnitKind};
+use crate::units::{units, units_knowing, units_resuming, CallsAndResults, Unit, UnitKind};
 use references::{holds, Reference};
 
 /// Room kept past the input in a history's vectors for messages steps insert.
@@ -278,7 +278,29 @@ impl<'a> History<'a> {
     }
 
     fn shared_units_ref(&self) -> &Arc<Vec<Unit>> {
-        self.units.get_or_init(|| Arc::new(units_knowing(&self.messages, |i| self.meta[i].shape.into())))
+        self.units.get_or_init(|| {
+            let holds = |i: usize| self.meta[i].shape.into();
+            match self.cache.known_units() {
+                // still the input: the units of the one fitted before hold for what is unchanged
+                Some((known, unchanged)) if self.revision == 0 => {
+                    Arc::new(units_resuming(&self.messages, holds, known, unchanged))
+                }
+                _ => Arc::new(units_knowing(&self.messages, holds)),
+            }
+        })
+    }
+
+    /// The units of `input`, the messages this history was made from, grouped again only
+    /// after what is unchanged since the history fitted before.
+    fn input_units_of(&self, input: &[Message]) -> Vec<Unit> {
+        // the shapes counting took of the input, by position: no message opened for them
+        let holds = |i: usize| {
+            self.cache.counted(i).map_or_else(|| CallsAndResults::of(&input[i]), |c| c.shape.into())
+        };
+        match self.cache.known_units() {
+            Some((known, unchanged)) => units_resuming(input, holds, known, unchanged),
+            None => units_knowing(input, holds),
+        }
     }
 
     /// The index of the newest user turn among [`units`](History::units): the last user
@@ -792,9 +814,11 @@ impl<'a> History<'a> {
     pub fn finish(mut self, input: &[Message]) -> (Vec<Cow<'a, Message>>, Plan, CountCache) {
         let input_units = match (self.revision, self.input_units.take()) {
             (_, Some(units)) => units,
-            (0, None) => self.units.take().unwrap_or_else(|| Arc::new(units(input))),
-            (_, None) => Arc::new(units(input)),
+            (0, None) => self.units.take().unwrap_or_else(|| Arc::new(self.input_units_of(input))),
+            (_, None) => Arc::new(self.input_units_of(input)),
         };
+        debug_assert!(*input_units == units(input), "the input's units, resumed from those known");
+        self.cache.remember_units(Arc::clone(&input_units), input.len());
         let input = (input, &input_units[..], std::mem::take(&mut self.input_fingerprint));
         let plan = Plan::record(input, self.provider, &self.messages, &self.meta, &self.dropped);
         (self.messages.into_iter().map(HistoryMessage::into_cow).collect(), plan, self.cache)

@@ -95,7 +95,7 @@ pub(crate) struct CallsAndResults {
 }
 
 impl CallsAndResults {
-    fn of(message: &Message) -> CallsAndResults {
+    pub(crate) fn of(message: &Message) -> CallsAndResults {
         CallsAndResults { calls: message.tool_calls().next().is_some(), results: message.is_tool_result() }
     }
 }
@@ -111,12 +111,32 @@ pub(crate) fn units_knowing<M: Borrow<Message>>(
     messages: &[M],
     holds: impl Fn(usize) -> CallsAndResults,
 ) -> Vec<Unit> {
+    units_resuming(messages, holds, &[], 0)
+}
+
+/// [`units_knowing`], given the units `known` of an earlier history whose first `unchanged`
+/// messages are these ones: the known units that end before `unchanged` are taken as they are
+/// and grouping resumes after them. Why it is sound: a unit's extent is decided by its own
+/// messages and the first one after it, and each unit starts afresh (no call of one step is
+/// answered in another), so a unit whose messages and follower did not change is the same
+/// unit. Why: a warm fit of a long history would otherwise open every message again (its
+/// role, its call ids) to group it the same way; copying the known units is one sequential
+/// read of 48 bytes a unit.
+pub(crate) fn units_resuming<M: Borrow<Message>>(
+    messages: &[M],
+    holds: impl Fn(usize) -> CallsAndResults,
+    known: &[Unit],
+    unchanged: usize,
+) -> Vec<Unit> {
+    let unchanged = unchanged.min(messages.len());
     // at most one unit a message; made at that size, the list is written once instead of
     // grown (and copied) from empty, and the pages it does not use are never touched
     let mut units = Vec::with_capacity(messages.len());
+    let kept = known.partition_point(|u| u.messages.end < unchanged);
+    units.extend_from_slice(&known[..kept]);
     // the open calls of a step, their room kept from one step to the next
     let mut open = OpenCalls::new([]);
-    let mut i = 0;
+    let mut i = units.last().map_or(0, |u| u.messages.end);
     while i < messages.len() {
         let message = messages[i].borrow();
         let unit = if message.role.is_instruction() {

@@ -445,6 +445,61 @@ fn a_warm_fit_counts_what_changed_in_place_afresh() {
     }
 }
 
+/// A warm fit groups into units only what changed since the fit before, resuming after the
+/// units it knew: its plan (every input unit's fate) and its output equal a cold fit's when the
+/// history grows from inside a step, loses a step's result, gets an orphan result in the
+/// middle, and comes back whole; on an OpenAI agent run and an Anthropic one with thinking.
+#[test]
+fn a_warm_fit_groups_a_changed_history_as_a_cold_fit() {
+    for (file, budget) in [
+        ("data/agent_mini_swe_deepseek.jsonl", 6_000),
+        ("data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl", 3_000),
+    ] {
+        let callers = |c: &Conversation| -> Vec<usize> {
+            (0..c.messages.len()).filter(|&i| c.messages[i].tool_calls().next().is_some()).collect()
+        };
+        // the first run with a few steps to change
+        let whole = lines(&shared(file))
+            .iter()
+            .map(|line| parse_str(line, FormatHint::Auto).unwrap())
+            .find(|c| callers(c).len() >= 6)
+            .unwrap_or_else(|| panic!("{file}: no run with six tool calls"));
+        let format = whole.format;
+        let calls = callers(&whole);
+        // a step in the middle, and the message that answers it
+        let caller = calls[calls.len() / 2];
+        let answer = caller + 1;
+        assert!(!whole.messages[answer].answered_call_ids().collect::<Vec<_>>().is_empty(), "{file}");
+        let user = (1..caller).rev().find(|&i| {
+            whole.messages[i].answered_call_ids().next().is_none()
+                && whole.messages[i].role == tightfit::message::Role::User
+        });
+        let mut turns: Vec<(&str, Vec<Message>)> = vec![
+            ("cut after a call", whole.messages[..=caller].to_vec()),
+            ("the call answered", whole.messages[..=answer + 1].to_vec()),
+            ("the whole run", whole.messages.clone()),
+        ];
+        let mut unanswered = whole.messages.clone();
+        unanswered.remove(answer);
+        turns.push(("a result removed", unanswered));
+        if let Some(user) = user {
+            let mut orphan = whole.messages.clone();
+            orphan.insert(user, whole.messages[answer].clone());
+            turns.push(("an orphan result before a user turn", orphan));
+        }
+        turns.push(("the whole run again", whole.messages.clone()));
+        let target = Target::budget(budget, counter()).with_provider(format);
+        let mut warm = Fitter::new();
+        for (turn, messages) in turns {
+            let history = Conversation { messages, ..whole.clone() };
+            let cold = Fitter::new().fit(&history, &target, None).unwrap();
+            let hot = warm.fit(&history, &target, None).unwrap();
+            assert_eq!(hot.plan, cold.plan, "{file}: {turn}");
+            assert_eq!(bytes(&hot.messages, format), bytes(&cold.messages, format), "{file}: {turn}");
+        }
+    }
+}
+
 /// `dedupe` takes the text hash of a result counted before from what counting remembered at
 /// its place: a result edited in place into a repeat of another (OpenAI tool message, and an
 /// Anthropic `tool_result` block) is found a repeat by a warm fit as by a cold one, and one

@@ -11,6 +11,7 @@ use super::{ChatCounter, Count};
 use crate::message::{Message, Tool};
 use crate::result_text::{one_result, text_hash};
 use crate::shape::Shape;
+use crate::units::Unit;
 
 /// A 128-bit content hash of a message (xxh3 over every field, extras included; key order of
 /// extra fields does not matter). Costs one pass over the message's bytes, far less than
@@ -140,6 +141,12 @@ pub struct CountCache {
     /// results); found here in index order, a version costs no random probe of the table.
     /// Memory: 64 bytes per input message up to the last one changed.
     changed: Vec<[Option<(u128, usize)>; 2]>,
+    /// The units of a history fitted before, and how many of its first messages the history
+    /// counted since still has unchanged at their places ([`CountCache::known_units`]). Why:
+    /// grouping opens every message (its role and call ids), a pass over the whole input
+    /// that a warm fit of a long history would otherwise make again for nothing. Memory: 48
+    /// bytes per unit of that history.
+    units: Option<(std::sync::Arc<Vec<Unit>>, usize)>,
 }
 
 impl CountCache {
@@ -164,6 +171,7 @@ impl CountCache {
         self.tools = None;
         self.history.clear();
         self.changed.clear();
+        self.units = None;
     }
 
     /// Makes room for `additional` more messages at once (a history about to be counted),
@@ -246,6 +254,8 @@ impl CountCache {
         let known = known.filter(|k| k.len() == messages.len());
         let previous = std::mem::take(&mut self.history);
         let mut history = Vec::with_capacity(messages.len());
+        // the first position whose message is not the one there before
+        let mut unchanged = None;
         for (i, message) in messages.iter().enumerate() {
             let fingerprint = match known {
                 Some(known) => known[i],
@@ -253,12 +263,32 @@ impl CountCache {
             };
             let entry = match previous.get(i) {
                 Some(&counted) if counted.fingerprint == fingerprint => counted,
-                _ => Counted::of(message, fingerprint, self.lookup(counter, message, fingerprint)),
+                _ => {
+                    unchanged.get_or_insert(i);
+                    Counted::of(message, fingerprint, self.lookup(counter, message, fingerprint))
+                }
             };
             history.push(entry);
         }
+        let unchanged = unchanged.unwrap_or(messages.len().min(previous.len()));
+        if let Some((_, valid)) = &mut self.units {
+            *valid = (*valid).min(unchanged);
+        }
         self.history = history;
         &self.history
+    }
+
+    /// The units of a history fitted before ([`CountCache::remember_units`]) and how many of
+    /// its first messages are those of the history counted last, unchanged (see
+    /// [`units_resuming`](crate::units::units_resuming)).
+    pub(crate) fn known_units(&self) -> Option<(&[Unit], usize)> {
+        self.units.as_ref().map(|(units, valid)| (units.as_slice(), *valid))
+    }
+
+    /// Remembers `units`, those of the history counted last (all of its `len` messages).
+    pub(crate) fn remember_units(&mut self, units: std::sync::Arc<Vec<Unit>>, len: usize) {
+        debug_assert_eq!(len, self.history.len(), "the units of the history counted last");
+        self.units = Some((units, len));
     }
 
     /// What the last [`count_history`](CountCache::count_history) learnt of the message at
