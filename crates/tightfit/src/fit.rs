@@ -415,7 +415,7 @@ impl Fitter {
             );
             let (tokens_before, messages_before) = (history.total_tokens(), history.len());
             let repairs = match &options.repair {
-                Some(how) if !validate(input, provider).is_empty() => repair(&mut history, how),
+                Some(how) if !history.input_is_valid(input, provider) => repair(&mut history, how),
                 _ => Vec::new(),
             };
             let result = pipeline.run(&mut history, &cx);

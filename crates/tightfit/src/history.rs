@@ -290,6 +290,15 @@ impl<'a> History<'a> {
         })
     }
 
+    /// Whether `input`, the messages this history was made from, meets `provider`'s rules;
+    /// what a fit before found valid and is unchanged is not checked again
+    /// ([`validate::is_valid_knowing`](crate::validate::is_valid_knowing)).
+    pub(crate) fn input_is_valid(&mut self, input: &[Message], provider: Format) -> bool {
+        let valid = crate::validate::is_valid_knowing(input, provider, self.cache.known_valid(provider));
+        self.cache.remember_valid(provider, valid);
+        valid
+    }
+
     /// The units of `input`, the messages this history was made from, grouped again only
     /// after what is unchanged since the history fitted before.
     fn input_units_of(&self, input: &[Message]) -> Vec<Unit> {

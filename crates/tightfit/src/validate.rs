@@ -137,6 +137,30 @@ impl fmt::Display for Violation {
     }
 }
 
+/// Whether `messages` meet `provider`'s rules, knowing (`valid_before`) how many of their first
+/// messages are those of a history found to meet them. For OpenAI's rules (Chat Completions,
+/// Responses) only the messages from the last user message among those on are checked: every
+/// rule there is decided by a message and those of its step, and a user message closes every
+/// step before it, so the check restarts there as at the start of a history. Why: a warm fit
+/// of a long history would otherwise open every call and result id again to learn that the
+/// part it saw is still valid. Anthropic's and Gemini's rules look further back (whether the
+/// history uses thinking at all): they are checked whole.
+pub(crate) fn is_valid_knowing(messages: &[Message], provider: Format, valid_before: Option<usize>) -> bool {
+    let restart = match (provider, valid_before) {
+        (Format::OpenAi | Format::Responses, Some(unchanged)) => {
+            messages[..unchanged.min(messages.len())].iter().rposition(|m| m.role == Role::User)
+        }
+        _ => None,
+    };
+    let valid = validate(&messages[restart.unwrap_or(0)..], provider).is_empty();
+    debug_assert_eq!(
+        valid,
+        validate(messages, provider).is_empty(),
+        "validity from a restart at {restart:?}"
+    );
+    valid
+}
+
 /// Every violation of `provider`'s rules in `messages`, in message order; empty when a
 /// provider would accept the history.
 ///

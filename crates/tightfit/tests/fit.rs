@@ -445,10 +445,11 @@ fn a_warm_fit_counts_what_changed_in_place_afresh() {
     }
 }
 
-/// A warm fit groups into units only what changed since the fit before, resuming after the
-/// units it knew: its plan (every input unit's fate) and its output equal a cold fit's when the
-/// history grows from inside a step, loses a step's result, gets an orphan result in the
-/// middle, and comes back whole; on an OpenAI agent run and an Anthropic one with thinking.
+/// A warm fit groups into units, and checks against the provider's rules, only what changed
+/// since the fit before: its report, its plan (every input unit's fate) and its output equal a
+/// cold fit's when the history grows from inside a step, loses a step's result, gets an orphan
+/// result in the middle, and comes back whole; on an OpenAI agent run and an Anthropic one
+/// with thinking.
 #[test]
 fn a_warm_fit_groups_a_changed_history_as_a_cold_fit() {
     for (file, budget) in [
@@ -494,6 +495,8 @@ fn a_warm_fit_groups_a_changed_history_as_a_cold_fit() {
             let history = Conversation { messages, ..whole.clone() };
             let cold = Fitter::new().fit(&history, &target, None).unwrap();
             let hot = warm.fit(&history, &target, None).unwrap();
+            // the repairs too, which the plan does not name when what they mended was dropped
+            assert_eq!(hot.report, cold.report, "{file}: {turn}");
             assert_eq!(hot.plan, cold.plan, "{file}: {turn}");
             assert_eq!(bytes(&hot.messages, format), bytes(&cold.messages, format), "{file}: {turn}");
         }

@@ -8,6 +8,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 
 use super::{ChatCounter, Count};
+use crate::format::Format;
 use crate::message::{Message, Tool};
 use crate::result_text::{one_result, text_hash};
 use crate::shape::Shape;
@@ -147,6 +148,11 @@ pub struct CountCache {
     /// that a warm fit of a long history would otherwise make again for nothing. Memory: 48
     /// bytes per unit of that history.
     units: Option<(std::sync::Arc<Vec<Unit>>, usize)>,
+    /// The provider whose rules a history fitted before was found to meet, and how many of its
+    /// first messages the history counted since still has unchanged
+    /// ([`CountCache::known_valid`]). Why: a warm fit checks its input before deciding to
+    /// repair it, a pass that opens every call and result id again.
+    valid: Option<(Format, usize)>,
 }
 
 impl CountCache {
@@ -172,6 +178,7 @@ impl CountCache {
         self.history.clear();
         self.changed.clear();
         self.units = None;
+        self.valid = None;
     }
 
     /// Makes room for `additional` more messages at once (a history about to be counted),
@@ -274,6 +281,9 @@ impl CountCache {
         if let Some((_, valid)) = &mut self.units {
             *valid = (*valid).min(unchanged);
         }
+        if let Some((_, valid)) = &mut self.valid {
+            *valid = (*valid).min(unchanged);
+        }
         self.history = history;
         &self.history
     }
@@ -289,6 +299,17 @@ impl CountCache {
     pub(crate) fn remember_units(&mut self, units: std::sync::Arc<Vec<Unit>>, len: usize) {
         debug_assert_eq!(len, self.history.len(), "the units of the history counted last");
         self.units = Some((units, len));
+    }
+
+    /// How many first messages of the history counted last are those of a history found to
+    /// meet `provider`'s rules ([`CountCache::remember_valid`]), unchanged.
+    pub(crate) fn known_valid(&self, provider: Format) -> Option<usize> {
+        self.valid.filter(|(p, _)| *p == provider).map(|(_, unchanged)| unchanged)
+    }
+
+    /// Remembers whether the history counted last meets `provider`'s rules.
+    pub(crate) fn remember_valid(&mut self, provider: Format, valid: bool) {
+        self.valid = valid.then_some((provider, self.history.len()));
     }
 
     /// What the last [`count_history`](CountCache::count_history) learnt of the message at
