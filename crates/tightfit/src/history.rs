@@ -22,7 +22,7 @@ use crate::message::{ContentForm, Message, Part, Role, Tool};
 use crate::plan::{input_fingerprint, Plan};
 pub use crate::record::Origin;
 use crate::record::{Change, ChangeKind, Dropped, Meta};
-use crate::result_text::{one_result, text_hash};
+use crate::result_text::{one_result, result_text, ResultText};
 use crate::shape::Shape;
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, units_knowing, units_resuming, CallsAndResults, Unit, UnitKind};
@@ -183,15 +183,14 @@ impl<'a> History<'a> {
         self.messages[index].as_input()
     }
 
-    /// The [`text_hash`] of the one result of the message at `index` (see [`one_result`]) as
-    /// counting the input found it, when no step changed the message: `dedupe` then need not
-    /// read the result's text again. `None` where it must be worked out (a changed message,
-    /// none known).
-    pub(crate) fn input_result_text(&self, index: usize) -> Option<u128> {
+    /// The [`ResultText`] of the one result of the message at `index` (see [`one_result`])
+    /// as counting the input found it, when no step changed the message: `dedupe` then need
+    /// not read the result's text again. `None` where it must be worked out (a changed
+    /// message, none known).
+    pub(crate) fn input_result_text(&self, index: usize) -> Option<ResultText> {
         let Origin::Input(input) = self.meta[index].origin else { return None };
         self.messages[index].as_input()?;
-        let hash = self.cache.counted(input)?.result_text;
-        (hash != 0).then_some(hash)
+        self.cache.counted(input)?.result()
     }
 
     /// Where the message at `index` came from.
@@ -227,12 +226,12 @@ impl<'a> History<'a> {
         (0..self.len()).find(|&i| self.meta[i].shape != Shape::of(&self.messages[i]))
     }
 
-    /// The first message whose result hash, as counting remembered it, is not its own; a
-    /// check for debug builds, of a history no step has changed yet.
+    /// The first message whose result hash and length, as counting remembered them, are not
+    /// its own; a check for debug builds, of a history no step has changed yet.
     pub(crate) fn stale_result_text(&self) -> Option<usize> {
         (0..self.len()).find(|&i| {
             self.input_result_text(i)
-                .is_some_and(|hash| one_result(&self.messages[i]).and_then(text_hash) != Some(hash))
+                .is_some_and(|known| one_result(&self.messages[i]).and_then(result_text) != Some(known))
         })
     }
 

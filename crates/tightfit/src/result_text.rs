@@ -43,6 +43,24 @@ pub(crate) fn one_result(message: &Message) -> Option<&[Part]> {
 /// The hash of a result that is all text, what `dedupe` compares results by; `None` for one
 /// with other parts or none.
 pub(crate) fn text_hash(parts: &[Part]) -> Option<u128> {
+    result_text(parts).map(|text| text.hash)
+}
+
+/// What `dedupe` needs of a result that is all text without reading it: the hash of its
+/// [`joined_text`] and that text's length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ResultText {
+    /// The hash of the text ([`text_hash`]).
+    pub(crate) hash: u128,
+    /// The length of the text, in bytes.
+    pub(crate) len: usize,
+}
+
+/// The [`ResultText`] of a result that is all text; `None` for one with other parts or none.
+pub(crate) fn result_text(parts: &[Part]) -> Option<ResultText> {
     let all_text = !parts.is_empty() && parts.iter().all(|p| matches!(p, Part::Text(_)));
-    all_text.then(|| xxh3_128(joined_text(parts).as_bytes()))
+    all_text.then(|| {
+        let text = joined_text(parts);
+        ResultText { hash: xxh3_128(text.as_bytes()), len: text.len() }
+    })
 }

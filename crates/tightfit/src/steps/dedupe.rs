@@ -36,7 +36,7 @@ use crate::history::{History, Keep, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
-use crate::result_text::{joined_text, text_hash};
+use crate::result_text::{joined_text, result_text, ResultText};
 use crate::tokens::TokenCounter;
 
 /// The default reference to an earlier identical result; `{id}` is its call's id.
@@ -204,16 +204,18 @@ impl Seen {
 struct FirstResult {
     id: String,
     big_enough: Option<bool>,
+    /// The text that replaces its repeats (the placeholder naming its id), written once.
+    reference: Option<String>,
     /// The input index of its message.
     message: usize,
 }
 
-/// The result `plan_result` reads: its message's input index, the text hash counting took
-/// of it (if any), and its block (`None`: the whole message).
+/// The result `plan_result` reads: its message's input index, the text hash and length
+/// counting took of it (if any), and its block (`None`: the whole message).
 #[derive(Debug, Clone, Copy)]
 struct ResultInMessage {
     input: usize,
-    known: Option<u128>,
+    known: Option<ResultText>,
     block: Option<usize>,
 }
 
@@ -313,7 +315,7 @@ impl Dedupe {
         &self,
         message: &Message,
         input: usize,
-        known: Option<u128>,
+        known: Option<ResultText>,
         seen: &mut Seen,
         counter: &dyn TokenCounter,
     ) -> Vec<Replacement> {
@@ -350,27 +352,34 @@ impl Dedupe {
         plan: &mut Vec<Replacement>,
     ) {
         let ResultInMessage { input, known, block } = result;
-        let Some(hash) = known.or_else(|| text_hash(parts)) else {
+        let Some(ResultText { hash, len }) = known.or_else(|| result_text(parts)) else {
             let at = || format!("the result of tool call {id}");
             for (p, part) in parts.iter().enumerate() {
                 self.plan_media(part, Target::Part(block, p), &at, input, seen, plan);
             }
             return;
         };
-        let text = joined_text(parts);
         let first = match seen.results.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(FirstResult { id: id.to_string(), big_enough: None, message: input });
+                slot.insert(FirstResult {
+                    id: id.to_string(),
+                    big_enough: None,
+                    reference: None,
+                    message: input,
+                });
                 return;
             }
             std::collections::hash_map::Entry::Occupied(first) => first.into_mut(),
         };
-        // counted once per distinct text, however often it repeats
+        // counted once per distinct text, however often it repeats: the text of a repeat is
+        // read only then (its hash and length are known from counting when it is unchanged)
         let big_enough = *first.big_enough.get_or_insert_with(|| {
-            self.min_tokens == 0 || counter.count_till_limit_again(&text, self.min_tokens - 1).is_none()
+            self.min_tokens == 0
+                || counter.count_till_limit_again(&joined_text(parts), self.min_tokens - 1).is_none()
         });
-        let reference = self.placeholder.replace("{id}", &first.id);
-        if big_enough && reference.len() < text.len() {
+        let reference = first.reference.get_or_insert_with(|| self.placeholder.replace("{id}", &first.id));
+        if big_enough && reference.len() < len {
+            let reference = reference.clone();
             let target = block.map_or(Target::Content, Target::Block);
             let detail = format!("the result of {id}: identical to the result of {}", first.id);
             let message = first.message;

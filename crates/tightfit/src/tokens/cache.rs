@@ -10,7 +10,7 @@ use xxhash_rust::xxh3::{xxh3_128, xxh3_64, Xxh3};
 use super::{ChatCounter, Count};
 use crate::format::Format;
 use crate::message::{Message, Tool};
-use crate::result_text::{one_result, text_hash};
+use crate::result_text::{one_result, result_text, ResultText};
 use crate::shape::Shape;
 use crate::units::Unit;
 
@@ -93,24 +93,35 @@ pub(crate) struct Counted {
     pub(crate) tokens: usize,
     /// What kinds of content it holds.
     pub(crate) shape: Shape,
-    /// The [`text_hash`] of its one result, when it holds one result that is all text (a
-    /// tool message, or one `tool_result` block); 0 when it holds none such, or when not
-    /// worked out. Why: `dedupe` compares results by this hash, and hashing every result's
-    /// text again is a second read of most of a long agent history's bytes in each warm fit.
-    /// 0 only ever means "hash it": no result is ever taken for another.
+    /// The [`text_hash`](crate::result_text::text_hash) of its one result, when it holds one
+    /// result that is all text (a tool message, or one `tool_result` block); 0 when it holds
+    /// none such, or when not worked out. Why: `dedupe` compares results by this hash, and
+    /// hashing every result's text again is a second read of most of a long agent history's
+    /// bytes in each warm fit. 0 only ever means "hash it": no result is ever taken for
+    /// another.
     pub(crate) result_text: u128,
+    /// The length in bytes of that result's text (in the room the hash's alignment leaves:
+    /// the entry stays 48 bytes), so that `dedupe` weighs a repeat against its reference
+    /// without opening it.
+    pub(crate) result_len: u32,
 }
 
 impl Counted {
+    /// The [`ResultText`] of its one result, when it was worked out.
+    pub(crate) fn result(&self) -> Option<ResultText> {
+        (self.result_text != 0)
+            .then_some(ResultText { hash: self.result_text, len: self.result_len as usize })
+    }
+
     /// What counting `message`, with these fingerprint and tokens, learns of it: its shape
     /// and its result's text hash, from one more pass over its parts.
     fn of(message: &Message, fingerprint: u128, tokens: usize) -> Counted {
-        Counted {
-            fingerprint,
-            tokens,
-            shape: Shape::of(message),
-            result_text: one_result(message).and_then(text_hash).unwrap_or(0),
-        }
+        // a text too long for the room is not remembered (hashed again when read)
+        let text = one_result(message)
+            .and_then(result_text)
+            .and_then(|t| Some((t.hash, u32::try_from(t.len).ok()?)));
+        let (result_text, result_len) = text.unwrap_or((0, 0));
+        Counted { fingerprint, tokens, shape: Shape::of(message), result_text, result_len }
     }
 }
 
