@@ -482,7 +482,7 @@ impl<'a> History<'a> {
     /// tokens saved.
     fn recount(&mut self, index: usize, kind: ChangeKind, detail: String) -> isize {
         let tokens = match self.meta[index].origin {
-            Origin::Input(input) => self.cache.changed_tokens(&self.counter, &self.messages[index], input),
+            Origin::Input(_) => self.cache.changed_tokens(&self.counter, &self.messages[index]),
             Origin::Inserted => self.cache.message_tokens(&self.counter, &self.messages[index]),
         };
         let meta = &mut self.meta[index];

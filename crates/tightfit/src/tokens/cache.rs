@@ -147,12 +147,18 @@ pub struct CountCache {
     /// is not opened at all (a session passes the fingerprints it took: a warm turn then
     /// reads no message it saw). Memory: 48 bytes per message of that history.
     history: Vec<Counted>,
-    /// The last two versions a step made of each input message it changed, with their
-    /// tokens, by input index ([`CountCache::changed_tokens`]). Why: a warm fit changes the
-    /// same messages the same way again (`dedupe`, then `clear_tool_results`, over most old
-    /// results); found here in index order, a version costs no random probe of the table.
-    /// Memory: 64 bytes per input message up to the last one changed.
-    changed: Vec<[Option<(u128, usize)>; 2]>,
+    /// The versions steps made of input messages in the fit before, with their tokens, in
+    /// the order they were made ([`CountCache::changed_tokens`]), and those of the fit under
+    /// way. Why: a warm fit changes the same messages the same way again, in the same order
+    /// (`dedupe`, then `clear_tool_results`, over most old results); read in that order, a
+    /// version costs no random probe of the table. A list by input index was that probe
+    /// again once a long history's list outgrew the processor's caches: a step changes a few
+    /// messages in each stretch of the history, one cache line each. Memory: 32 bytes per
+    /// version made by the last fit.
+    versions: Vec<(u128, usize)>,
+    next_versions: Vec<(u128, usize)>,
+    /// Where in `versions` the next one is looked for.
+    versions_read: usize,
     /// The units of a history fitted before, and how many of its first messages the history
     /// counted since still has unchanged at their places ([`CountCache::known_units`]). Why:
     /// grouping opens every message (its role and call ids), a pass over the whole input
@@ -187,7 +193,8 @@ impl CountCache {
         self.counts.clear();
         self.tools = None;
         self.history.clear();
-        self.changed.clear();
+        self.versions.clear();
+        self.next_versions.clear();
         self.units = None;
         self.valid = None;
     }
@@ -229,24 +236,24 @@ impl CountCache {
         (fingerprint, self.lookup(counter, message, fingerprint))
     }
 
-    /// The tokens of `message`, a version of input message `input` that a step made, as
-    /// [`message_tokens`](CountCache::message_tokens) gives them: found among the versions of
-    /// that message made in the fits before when it is one of them, else from the table (and
-    /// then kept as that message's newest version).
-    pub(crate) fn changed_tokens(&mut self, counter: &ChatCounter, message: &Message, input: usize) -> usize {
+    /// The tokens of `message`, a version of an input message that a step made, as
+    /// [`message_tokens`](CountCache::message_tokens) gives them: found where the fit before
+    /// made it when it made it too (where its next version was made, or a few after), else
+    /// from the table; kept for the next fit in either case.
+    pub(crate) fn changed_tokens(&mut self, counter: &ChatCounter, message: &Message) -> usize {
+        // a version no longer made (a result that stopped repeating) is skipped
+        const LOOK_AHEAD: usize = 4;
         self.use_counter(counter);
         let fingerprint = message_fingerprint(message);
-        if let Some(versions) = self.changed.get(input) {
-            if let Some((_, tokens)) = versions.iter().flatten().find(|(f, _)| *f == fingerprint) {
-                return *tokens;
+        let end = self.versions.len().min(self.versions_read + LOOK_AHEAD);
+        let tokens = match (self.versions_read..end).find(|&k| self.versions[k].0 == fingerprint) {
+            Some(k) => {
+                self.versions_read = k + 1;
+                self.versions[k].1
             }
-        }
-        let tokens = self.lookup(counter, message, fingerprint);
-        if self.changed.len() <= input {
-            self.changed.resize(input + 1, [None, None]);
-        }
-        let versions = &mut self.changed[input];
-        *versions = [Some((fingerprint, tokens)), versions[0]];
+            None => self.lookup(counter, message, fingerprint),
+        };
+        self.next_versions.push((fingerprint, tokens));
         tokens
     }
 
@@ -270,6 +277,14 @@ impl CountCache {
     ) -> &[Counted] {
         self.use_counter(counter);
         let known = known.filter(|k| k.len() == messages.len());
+        // a fit begins: the versions the one before made are those it may make again (a
+        // fit that made none keeps those of the one before)
+        if !self.next_versions.is_empty() {
+            // the list of two fits ago is written again, its room kept
+            std::mem::swap(&mut self.versions, &mut self.next_versions);
+            self.next_versions.clear();
+        }
+        self.versions_read = 0;
         let previous = std::mem::take(&mut self.history);
         let mut history = Vec::with_capacity(messages.len());
         // the first position whose message is not the one there before
@@ -426,33 +441,43 @@ mod tests {
     }
 
     #[test]
-    fn the_versions_of_a_changed_message_count_as_counting_them_does() {
+    fn the_versions_of_changed_messages_count_as_counting_them_does() {
         let o200k = ChatCounter::openai(OpenAiEncoding::O200kBase);
         let cl100k = ChatCounter::openai(OpenAiEncoding::Cl100kBase);
         let versions = [
             tool("a first version of the result"),
             tool("[cleared]"),
             tool("a third, longer version: ".repeat(9).as_str()),
+            tool("a fourth"),
+            tool("a fifth and last"),
         ];
         let mut cache = CountCache::new();
-        // two versions kept per input message: the third pushes the oldest out, and each is
-        // still counted right when it comes back, from the slot or from the table
-        for round in 0..3 {
-            for version in &versions {
+        // fit after fit, the versions made in the order of the fit before, then with one no
+        // longer made and a new one, then in reverse order, then none, then all again: each
+        // counted right, from the list of the fit before or from the table
+        let rounds: [Vec<usize>; 6] = [
+            vec![0, 1, 2, 3],
+            vec![0, 1, 2, 3],
+            vec![0, 2, 3, 4],
+            vec![4, 3, 2, 1, 0],
+            vec![],
+            vec![0, 1, 2, 3, 4],
+        ];
+        for (round, order) in rounds.iter().enumerate() {
+            cache.count_history(&o200k, &[], None);
+            for &v in order {
+                let version = &versions[v];
                 assert_eq!(
-                    cache.changed_tokens(&o200k, version, 7),
+                    cache.changed_tokens(&o200k, version),
                     o200k.message_tokens(version),
                     "round {round}"
                 );
             }
         }
-        // another message at the same input index, and one far beyond the slots made so far
-        let other = tool("something else entirely");
-        assert_eq!(cache.changed_tokens(&o200k, &other, 7), o200k.message_tokens(&other));
-        assert_eq!(cache.changed_tokens(&o200k, &other, 10_000), o200k.message_tokens(&other));
         // another counter: its own counts, not the versions remembered for the first
+        cache.count_history(&cl100k, &[], None);
         for version in &versions {
-            assert_eq!(cache.changed_tokens(&cl100k, version, 7), cl100k.message_tokens(version));
+            assert_eq!(cache.changed_tokens(&cl100k, version), cl100k.message_tokens(version));
         }
     }
 }
