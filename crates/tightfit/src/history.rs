@@ -21,7 +21,7 @@ pub use crate::history_message::HistoryMessage;
 use crate::message::{ContentForm, Message, Part, Role, Tool};
 use crate::plan::{input_fingerprint, Plan};
 pub use crate::record::Origin;
-use crate::record::{Change, ChangeKind, Dropped, Meta};
+use crate::record::{Change, ChangeKind, Detail, Dropped, Meta};
 use crate::result_text::{one_result, result_text, ResultText};
 use crate::shape::Shape;
 use crate::tokens::{ChatCounter, CountCache};
@@ -454,7 +454,20 @@ impl<'a> History<'a> {
         detail: impl Into<String>,
         edit: impl FnOnce(&mut Message),
     ) -> isize {
-        let saved = self.edit_unmended(index, kind, detail.into(), edit, Units::Changed);
+        let saved = self.edit_unmended(index, kind, Detail::Text(detail.into()), edit, Units::Changed);
+        self.mend_edited(index);
+        saved
+    }
+
+    /// [`edit`](History::edit) with a line that may be written only when read ([`Detail`]).
+    pub(crate) fn edit_noting(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: Detail,
+        edit: impl FnOnce(&mut Message),
+    ) -> isize {
+        let saved = self.edit_unmended(index, kind, detail, edit, Units::Changed);
         self.mend_edited(index);
         saved
     }
@@ -465,7 +478,7 @@ impl<'a> History<'a> {
         &mut self,
         index: usize,
         kind: ChangeKind,
-        detail: String,
+        detail: Detail,
         edit: impl FnOnce(&mut Message),
         units: Units,
     ) -> isize {
@@ -480,7 +493,7 @@ impl<'a> History<'a> {
 
     /// Counts the message at `index` again after a change and records the change; returns the
     /// tokens saved.
-    fn recount(&mut self, index: usize, kind: ChangeKind, detail: String) -> isize {
+    fn recount(&mut self, index: usize, kind: ChangeKind, detail: Detail) -> isize {
         let tokens = match self.meta[index].origin {
             Origin::Input(_) => self.cache.changed_tokens(&self.counter, &self.messages[index]),
             Origin::Inserted => self.cache.message_tokens(&self.counter, &self.messages[index]),
@@ -510,6 +523,19 @@ impl<'a> History<'a> {
         parts: Vec<Part>,
         form: ContentForm,
     ) -> isize {
+        self.replace_parts_noting(index, kind, Detail::Text(detail.into()), parts, form)
+    }
+
+    /// [`replace_parts`](History::replace_parts) with a line that may be written only when
+    /// read ([`Detail`]).
+    pub(crate) fn replace_parts_noting(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: Detail,
+        parts: Vec<Part>,
+        form: ContentForm,
+    ) -> isize {
         match self.messages[index].as_input() {
             Some(message) => {
                 let replacement = Message {
@@ -529,7 +555,7 @@ impl<'a> History<'a> {
                 message.content_form = form;
             }
         }
-        let saved = self.recount(index, kind, detail.into());
+        let saved = self.recount(index, kind, detail);
         // units read a result message's role and ids, never its content
         if matches!(self.messages[index].role, Role::Tool | Role::Function) {
             self.changed_within_units();
@@ -727,7 +753,13 @@ impl<'a> History<'a> {
         );
         // a reference rewritten is a result's content or a part that holds no call or result:
         // the units stay (worked out again, over a long history, they cost a fit a tenth)
-        self.edit_unmended(at, ChangeKind::Rewritten, detail, |m| restored.rewrite(m, None), Units::Kept);
+        self.edit_unmended(
+            at,
+            ChangeKind::Rewritten,
+            detail.into(),
+            |m| restored.rewrite(m, None),
+            Units::Kept,
+        );
         if rest.is_empty() {
             return;
         }
@@ -754,7 +786,7 @@ impl<'a> History<'a> {
                     reference.rewrite(message, Some(&text));
                 }
             };
-            self.edit_unmended(m, ChangeKind::Replaced, detail, rewrite, Units::Kept);
+            self.edit_unmended(m, ChangeKind::Replaced, detail.into(), rewrite, Units::Kept);
         }
     }
 
@@ -806,6 +838,7 @@ impl<'a> History<'a> {
 
     /// The record of a message the running step inserts; its tokens join the total.
     fn inserted_meta(&mut self, message: &Message, detail: String) -> Meta {
+        let detail = Detail::Text(detail);
         let tokens = self.cache.message_tokens(&self.counter, message);
         self.message_tokens += tokens;
         Meta {

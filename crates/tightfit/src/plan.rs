@@ -175,10 +175,11 @@ impl Plan {
         for d in dropped {
             fate[d.0] = Some(d);
         }
-        let mut changes: Vec<&[Change]> = vec![&[]; input.len()];
-        for m in meta {
+        // and the message it is now, which the lines written when read are written from
+        let mut changes: Vec<(&[Change], Option<&Message>)> = vec![(&[], None); input.len()];
+        for (m, message) in meta.iter().zip(output) {
             if let Origin::Input(i) = m.origin {
-                changes[i] = &m.changes;
+                changes[i] = (&m.changes, Some(message));
             }
         }
         let mut plans = Vec::with_capacity(input_units.len());
@@ -186,7 +187,8 @@ impl Plan {
             let range = unit.messages.clone();
             // made at their size: most units of a long history get one line a message from
             // one step (dropped), and a list grown from empty reserves room for four
-            let lines: usize = range.clone().map(|i| changes[i].len() + usize::from(fate[i].is_some())).sum();
+            let lines: usize =
+                range.clone().map(|i| changes[i].0.len() + usize::from(fate[i].is_some())).sum();
             let mut steps: Vec<Arc<str>> = Vec::with_capacity(lines.min(1));
             let mut details = Vec::with_capacity(lines);
             let mut all_dropped = true;
@@ -200,11 +202,13 @@ impl Plan {
                     }
                     details.push(line);
                 };
-                for change in changes[i] {
+                let (changes, message) = changes[i];
+                for change in changes {
                     changed = true;
                     truncated |= change.kind == ChangeKind::Truncated;
                     replaced |= change.kind == ChangeKind::Replaced;
-                    note(&change.step, detail_line(i, kind_word(change.kind), &change.step, &change.detail));
+                    let why = message.map_or(Cow::Borrowed(""), |m| change.detail.render(m));
+                    note(&change.step, detail_line(i, kind_word(change.kind), &change.step, &why));
                 }
                 match fate[i] {
                     Some((_, step, reason)) => {
@@ -251,7 +255,7 @@ impl Plan {
                                 steps.push(change.step.to_string());
                             }
                             let what = if n == 0 { "written" } else { kind_word(change.kind) };
-                            details.push(format!("{what} by {}: {}", change.step, change.detail));
+                            details.push(format!("{what} by {}: {}", change.step, change.detail.render(m)));
                         }
                         return OutputEntry {
                             input: None,

@@ -3,10 +3,14 @@
 //! [`Plan`](crate::plan::Plan) is made from it; both import this module, and the plan does not
 //! need the history.
 
+use std::borrow::Cow;
+use std::fmt::Write;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::calls::result_keys;
+use crate::message::Message;
 use crate::shape::Shape;
 
 /// Where a message of the working history came from.
@@ -47,13 +51,72 @@ pub enum ChangeKind {
 pub(crate) type Dropped = (usize, Arc<str>, Arc<str>);
 
 /// One change of one message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     /// The step that made it (shared: a step that changes a thousand messages names itself
     /// once).
     pub step: Arc<str>,
     /// What kind of change it was.
     pub kind: ChangeKind,
-    /// What it did, for a person ("content: kept chars 0..1000 and 9000..10000 of 10000").
-    pub detail: String,
+    /// What it did, for a person.
+    pub(crate) detail: Detail,
+}
+
+/// What a change did, for a person ("content: kept chars 0..1000 and 9000..10000 of 10000").
+/// Most are written when the change is made. The two that a warm fit of a long history makes
+/// by the ten thousand, a result replaced by a reference to its first copy and a result
+/// cleared, are written from the message when read ([`Detail::render`]): a later step drops
+/// most of those messages, and their lines were written for nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// Written when the change was made.
+    Text(String),
+    /// The whole result of a tool message repeats the result of this call ([`repeat_line`]).
+    RepeatOf(Arc<str>),
+    /// The whole result of a tool message was cleared ([`cleared_line`]).
+    Cleared,
+}
+
+impl Detail {
+    /// The line, for `message`: the message the change was made to, as it is now (a later
+    /// change keeps its role and ids, which the lines written when read name).
+    pub(crate) fn render(&self, message: &Message) -> Cow<'_, str> {
+        match self {
+            Detail::Text(text) => Cow::Borrowed(text),
+            Detail::RepeatOf(first) => Cow::Owned(repeat_line(result_id(message), first)),
+            Detail::Cleared => Cow::Owned(cleared_line(result_keys(message, 0).map(|(key, _)| key.as_str()))),
+        }
+    }
+}
+
+impl From<String> for Detail {
+    fn from(text: String) -> Detail {
+        Detail::Text(text)
+    }
+}
+
+/// The call id a tool message's result answers (its name for a legacy function result), as
+/// `dedupe` names it.
+pub(crate) fn result_id(message: &Message) -> &str {
+    message.tool_call_id.as_deref().or(message.name.as_deref()).unwrap_or_default()
+}
+
+/// `dedupe`'s line for the result of call `id` replaced by a reference to the identical result
+/// of call `first`.
+pub(crate) fn repeat_line(id: &str, first: &str) -> String {
+    format!("the result of {id}: identical to the result of {first}")
+}
+
+/// `clear_tool_results`' line for the results of the calls `ids` cleared in one message.
+pub(crate) fn cleared_line<'k>(ids: impl Iterator<Item = &'k str>) -> String {
+    // the ids as `{:?}` of a list of them writes them, without collecting them first
+    let mut line = String::from("cleared the result(s) of tool call(s) [");
+    for (k, id) in ids.enumerate() {
+        if k > 0 {
+            line.push_str(", ");
+        }
+        let _ = write!(line, "{id:?}");
+    }
+    line.push(']');
+    line
 }

@@ -503,6 +503,65 @@ fn a_warm_fit_groups_a_changed_history_as_a_cold_fit() {
     }
 }
 
+/// The plan's lines for results `dedupe` replaced and `clear_tool_results` cleared name the
+/// calls they answer, the repeat's own and the first's, for whole tool messages (lines
+/// written when the plan is read, from the message) and for Anthropic `tool_result` blocks
+/// (written when the change is made) alike.
+#[test]
+fn the_plan_names_the_calls_of_results_deduplicated_and_cleared() {
+    let long = |word: &str| format!("{word} ").repeat(120);
+    let pipeline = config::from_str(
+        r#"{"steps": [{"type": "dedupe"}, {"type": "clear_tool_results", "keep": 1}]}"#,
+        Syntax::Json,
+    )
+    .unwrap();
+    let openai = conversation(json!([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [call("a")]},
+        {"role": "tool", "tool_call_id": "a", "content": long("alpha")},
+        {"role": "assistant", "content": null, "tool_calls": [call("b")]},
+        {"role": "tool", "tool_call_id": "b", "content": long("alpha")},
+        {"role": "assistant", "content": null, "tool_calls": [call("c")]},
+        {"role": "tool", "tool_call_id": "c", "content": long("gamma")},
+        {"role": "assistant", "content": "done"}
+    ]));
+    let block = |id: &str, text: String| json!({"type": "tool_result", "tool_use_id": id, "content": text});
+    let tool_use = |id: &str| json!({"type": "tool_use", "id": id, "name": "f", "input": {}});
+    let anthropic = parse_str(
+        &json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [tool_use("a"), tool_use("b")]},
+            {"role": "user", "content": [block("a", long("alpha")), block("b", long("alpha"))]},
+            {"role": "assistant", "content": [tool_use("c")]},
+            {"role": "user", "content": [block("c", long("gamma"))]},
+            {"role": "assistant", "content": "done"}
+        ]})
+        .to_string(),
+        FormatHint::Exactly(Format::Anthropic),
+    )
+    .unwrap();
+    let lines = |history: &Conversation| -> Vec<String> {
+        let fitted =
+            Fitter::new().run(history, &counter(), Some(&pipeline), &RunOptions::transform()).unwrap();
+        fitted.plan.units.iter().flat_map(|u| u.details.iter().cloned()).collect()
+    };
+    assert_eq!(
+        lines(&openai),
+        [
+            r#"messages[2]: replaced by clear_tool_results: cleared the result(s) of tool call(s) ["a"]"#,
+            "messages[4]: replaced by dedupe: the result of b: identical to the result of a",
+            r#"messages[4]: replaced by clear_tool_results: cleared the result(s) of tool call(s) ["b"]"#,
+        ]
+    );
+    assert_eq!(
+        lines(&anthropic),
+        [
+            "messages[2]: replaced by dedupe: the result of b: identical to the result of a",
+            r#"messages[2]: replaced by clear_tool_results: cleared the result(s) of tool call(s) ["a", "b"]"#,
+        ]
+    );
+}
+
 /// `dedupe` takes the text hash of a result counted before from what counting remembered at
 /// its place: a result edited in place into a repeat of another (OpenAI tool message, and an
 /// Anthropic `tool_result` block) is found a repeat by a warm fit as by a cold one, and one

@@ -46,11 +46,12 @@ fn note_cuts(
 ) {
     for position in 0..history.len() {
         let Origin::Input(index) = history.origin(position) else { continue };
-        let cuts: Vec<&str> = history
+        let message = history.message(position);
+        let cuts: Vec<std::borrow::Cow<'_, str>> = history
             .changes(position)
             .iter()
             .filter(|c| matches!(c.kind, ChangeKind::Truncated | ChangeKind::Replaced | ChangeKind::Removed))
-            .map(|c| c.detail.as_str())
+            .map(|c| c.detail.render(message))
             .collect();
         if cuts.is_empty() || *history.message(position) == input[index] {
             continue;

@@ -25,7 +25,6 @@
 //! placeholder's size must be compared (stopping at the threshold).
 
 use super::shared::written::Written;
-use std::fmt::Write;
 use std::ops::Range;
 
 use super::shared::cut::{plan_cut, until_fits_budget, TRUNCATED_MARKER};
@@ -35,6 +34,7 @@ use crate::history::History;
 use crate::message::{Arguments, CallStyle, ContentForm, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::record::{cleared_line, Detail};
 use crate::text::{KeepPart, Length};
 use crate::tokens::TokenCounter;
 use crate::units::UnitKind;
@@ -151,8 +151,8 @@ struct ResultSite<'h> {
 /// The clearing of the results of one message, worked out before the history changes.
 struct MessageClear {
     message: usize,
-    /// The line of the report.
-    detail: String,
+    /// The line of the report (written when read for a whole tool message).
+    detail: Detail,
     /// The results of the message to clear, a range of the list of cleared sites.
     sites: Range<usize>,
 }
@@ -234,15 +234,11 @@ impl ClearToolResults {
         while i < clear.len() {
             let message = clear[i].at.message();
             let same = clear[i..].iter().take_while(|s| s.at.message() == message).count();
-            // the ids as `{:?}` of a list of them writes them, without collecting them first
-            let mut detail = String::from("cleared the result(s) of tool call(s) [");
-            for (k, site) in clear[i..i + same].iter().enumerate() {
-                if k > 0 {
-                    detail.push_str(", ");
-                }
-                let _ = write!(detail, "{:?}", site.key.as_str());
-            }
-            detail.push(']');
+            let detail = match &clear[i..i + same] {
+                // most old results, most of which a later step drops: written when read
+                [site] if matches!(site.at, ResultAt::Message(_)) => Detail::Cleared,
+                sites => Detail::Text(cleared_line(sites.iter().map(|s| s.key.as_str()))),
+            };
             edits.push(MessageClear { message, detail, sites: i..i + same });
             i += same;
         }
@@ -305,10 +301,16 @@ impl ClearToolResults {
             if let [ResultAt::Message(_)] = same {
                 // a whole tool message: no need to copy the text that goes
                 let parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
-                history.replace_parts(edit.message, ChangeKind::Replaced, detail, parts, ContentForm::Text);
+                history.replace_parts_noting(
+                    edit.message,
+                    ChangeKind::Replaced,
+                    detail,
+                    parts,
+                    ContentForm::Text,
+                );
                 continue;
             }
-            history.edit(edit.message, ChangeKind::Replaced, detail, |m| {
+            history.edit_noting(edit.message, ChangeKind::Replaced, detail, |m| {
                 for site in same {
                     match *site {
                         ResultAt::Message(_) => {
@@ -605,8 +607,8 @@ mod tests {
         assert_eq!(results[5], "[identical to the result of tool call r4 above]");
         // moved once, not into each copy the step went on to clear
         let restores = (0..history.len())
-            .flat_map(|i| history.changes(i))
-            .filter(|c| c.detail.starts_with("restored"))
+            .flat_map(|i| history.changes(i).iter().map(move |c| (i, c)))
+            .filter(|(i, c)| c.detail.render(history.message(*i)).starts_with("restored"))
             .count();
         assert_eq!(restores, 1);
         let rewrites = history.changes(history.len() - 2).len();

@@ -1081,7 +1081,10 @@ mod tests {
         assert_eq!(change.kind, ChangeKind::Truncated);
         let words = split_words(PROSE).len();
         let kept = words - (prose_words(PROSE) - (prose_words(PROSE) as f64 * 0.5).ceil() as usize);
-        assert_eq!(change.detail, format!("compressed {words} -> {kept} words (rate 0.5)"));
+        assert_eq!(
+            change.detail.render(history.message(0)),
+            format!("compressed {words} -> {kept} words (rate 0.5)")
+        );
         assert_eq!(
             CompressText::tokens(1234).detail(1234, 610),
             "compressed 1,234 -> 610 words (target 1,234 tokens)"

@@ -36,6 +36,7 @@ use crate::history::{History, Keep, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
 use crate::plan::ChangeKind;
+use crate::record::{repeat_line, result_id, Detail};
 use crate::result_text::{joined_text, result_text, ResultText};
 use crate::tokens::TokenCounter;
 
@@ -158,16 +159,20 @@ impl Step for Dedupe {
                 plan.iter().map(|r| r.reference(input, history.message(i), unchanged)).collect();
             // one replacement (most messages): its line is the message's, moved, not copied
             let detail = match plan.as_mut_slice() {
-                [one] => std::mem::take(&mut one.detail),
-                plan => plan.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; "),
+                [one] => std::mem::replace(&mut one.detail, Detail::Text(String::new())),
+                plan => {
+                    let message = history.message(i);
+                    let lines: Vec<_> = plan.iter().map(|r| r.detail.render(message)).collect();
+                    Detail::Text(lines.join("; "))
+                }
             };
             if let [Replacement { target: Target::Content, .. }] = plan.as_slice() {
                 // a whole tool message: no need to copy the text that goes
                 let text = plan.into_iter().next().map(|r| r.text).unwrap_or_default();
                 let parts = vec![Part::Text(TextPart::new(text))];
-                history.replace_parts(i, ChangeKind::Replaced, detail, parts, ContentForm::Text);
+                history.replace_parts_noting(i, ChangeKind::Replaced, detail, parts, ContentForm::Text);
             } else {
-                history.edit(i, ChangeKind::Replaced, detail, |m| apply_plan(m, plan));
+                history.edit_noting(i, ChangeKind::Replaced, detail, |m| apply_plan(m, plan));
             }
             for reference in references {
                 history.refer(reference);
@@ -202,7 +207,7 @@ impl Seen {
 /// text has `min_tokens`.
 #[derive(Debug)]
 struct FirstResult {
-    id: String,
+    id: Arc<str>,
     big_enough: Option<bool>,
     /// The text that replaces its repeats (the placeholder naming its id), written once.
     reference: Option<String>,
@@ -234,7 +239,8 @@ enum Target {
 struct Replacement {
     target: Target,
     text: String,
-    detail: String,
+    /// Its line: written when read for a whole tool message (see [`Detail`]).
+    detail: Detail,
     /// The input index of the message with the first occurrence, and what it holds.
     first: (usize, Holds),
     /// How the reference is written (a template and, for media, the kind).
@@ -322,7 +328,7 @@ impl Dedupe {
         let mut plan = Vec::new();
         let result = ResultInMessage { input, known, block: None };
         if matches!(message.role, Role::Tool | Role::Function) {
-            let id = message.tool_call_id.as_deref().or(message.name.as_deref()).unwrap_or_default();
+            let id = result_id(message);
             self.plan_result(&message.parts, id, result, seen, counter, &mut plan);
             return plan;
         }
@@ -362,7 +368,7 @@ impl Dedupe {
         let first = match seen.results.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(FirstResult {
-                    id: id.to_string(),
+                    id: Arc::from(id),
                     big_enough: None,
                     reference: None,
                     message: input,
@@ -381,7 +387,11 @@ impl Dedupe {
         if big_enough && reference.len() < len {
             let reference = reference.clone();
             let target = block.map_or(Target::Content, Target::Block);
-            let detail = format!("the result of {id}: identical to the result of {}", first.id);
+            // the line of a whole tool message names the message's own id: written when read
+            let detail = match block {
+                None => Detail::RepeatOf(Arc::clone(&first.id)),
+                Some(_) => Detail::Text(repeat_line(id, &first.id)),
+            };
             let message = first.message;
             first_room(plan);
             plan.push(Replacement {
@@ -413,7 +423,7 @@ impl Dedupe {
             std::collections::hash_map::Entry::Occupied(first) => {
                 let (place, message) = first.get();
                 let text = self.media_placeholder.replace("{kind}", kind).replace("{at}", place);
-                let detail = format!("a repeated {kind}, identical to the one in {place}");
+                let detail = Detail::Text(format!("a repeated {kind}, identical to the one in {place}"));
                 first_room(plan);
                 plan.push(Replacement {
                     target,
