@@ -38,7 +38,7 @@ pub struct History<'a> {
     meta: Vec<Meta>,
     /// What each dropped input message was dropped by: (input index, step, reason). Shared
     /// strings: a step that drops a thousand messages records one step name and one reason.
-    dropped: Vec<Dropped>,
+    dropped: Dropped,
     /// What the steps had to say beyond their numbers (a summarizer that failed and the
     /// extractive summary that stood in), in order, for the report.
     notes: Vec<String>,
@@ -121,7 +121,7 @@ impl<'a> History<'a> {
         let history = History {
             messages: borrowed,
             meta,
-            dropped: Vec::new(),
+            dropped: Dropped::default(),
             notes: Vec::new(),
             fixed_tokens: tools_tokens + counter.priming_tokens(),
             counter: counter.clone(),
@@ -380,15 +380,14 @@ impl<'a> History<'a> {
 
     /// The input indices of the messages dropped since `dropped_count` was `from`, in order.
     pub(crate) fn dropped_since(&self, from: usize) -> Vec<usize> {
-        let mut indices: Vec<usize> =
-            self.dropped[from.min(self.dropped.len())..].iter().map(|d| d.0).collect();
+        let mut indices: Vec<usize> = self.dropped.inputs_since(from).collect();
         indices.sort_unstable();
         indices
     }
 
     /// Every input message dropped so far: (input index, step, reason), in the order dropped.
-    pub(crate) fn dropped(&self) -> &[Dropped] {
-        &self.dropped
+    pub(crate) fn dropped(&self) -> impl Iterator<Item = (usize, &Arc<str>, &Arc<str>)> + '_ {
+        self.dropped.iter()
     }
 
     /// What the steps did to the message at `index`, in order.
@@ -588,7 +587,7 @@ impl<'a> History<'a> {
         drop(message);
         self.message_tokens -= meta.tokens;
         if let Origin::Input(input) = meta.origin {
-            self.dropped.push((input, Arc::clone(&self.step), Arc::from(reason)));
+            self.dropped.push(input, &self.step, &Arc::from(reason));
             self.mend(&[input]);
         }
         self.changed();
@@ -633,13 +632,13 @@ impl<'a> History<'a> {
             } else {
                 self.message_tokens -= meta.tokens;
                 if let Origin::Input(input) = meta.origin {
-                    self.dropped.push((input, Arc::clone(&self.step), Arc::clone(&reason)));
+                    self.dropped.push(input, &self.step, &reason);
                 }
             }
         }
         self.changed();
         if !self.referrers_of.is_empty() {
-            let gone: Vec<usize> = self.dropped[first_dropped..].iter().map(|d| d.0).collect();
+            let gone: Vec<usize> = self.dropped.inputs_since(first_dropped).collect();
             self.mend(&gone);
         }
         dropped

@@ -168,12 +168,12 @@ impl Plan {
         format: Format,
         output: &[HistoryMessage<'_>],
         meta: &[Meta],
-        dropped: &[Dropped],
+        dropped: &Dropped,
     ) -> Plan {
         // per input message: ("dropped" step and reason) or the changes it went through
-        let mut fate: Vec<Option<&Dropped>> = vec![None; input.len()];
-        for d in dropped {
-            fate[d.0] = Some(d);
+        let mut fate: Vec<Option<(&Arc<str>, &Arc<str>)>> = vec![None; input.len()];
+        for (i, step, reason) in dropped.iter() {
+            fate[i] = Some((step, reason));
         }
         // and the message it is now, which the lines written when read are written from
         let mut changes: Vec<(&[Change], Option<&Message>)> = vec![(&[], None); input.len()];
@@ -211,7 +211,7 @@ impl Plan {
                     note(&change.step, detail_line(i, kind_word(change.kind), &change.step, &why));
                 }
                 match fate[i] {
-                    Some((_, step, reason)) => {
+                    Some((step, reason)) => {
                         any_dropped = true;
                         note(step, detail_line(i, "dropped", step, reason));
                     }

@@ -47,8 +47,51 @@ pub enum ChangeKind {
     Rewritten,
 }
 
-/// An input message a step dropped: its index, the step, and why.
-pub(crate) type Dropped = (usize, Arc<str>, Arc<str>);
+/// The input messages steps dropped, in the order dropped: each one's index, and the step and
+/// reason it was dropped for. A step that drops a hundred thousand messages records its name
+/// and reason once: each message is an index and a number, with no reference counts to
+/// touch when it is recorded or freed.
+#[derive(Debug, Default)]
+pub(crate) struct Dropped {
+    /// (input index, index into `why`).
+    inputs: Vec<(usize, u32)>,
+    /// (step, reason), each pair once in a row.
+    why: Vec<(Arc<str>, Arc<str>)>,
+}
+
+impl Dropped {
+    /// How many input messages were dropped.
+    pub(crate) fn len(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Room for `more` messages dropped at once.
+    pub(crate) fn reserve(&mut self, more: usize) {
+        self.inputs.reserve(more);
+    }
+
+    /// Records input message `input` dropped by `step` for `reason`.
+    pub(crate) fn push(&mut self, input: usize, step: &Arc<str>, reason: &Arc<str>) {
+        let same = self.why.last().is_some_and(|(s, r)| Arc::ptr_eq(s, step) && Arc::ptr_eq(r, reason));
+        if !same {
+            self.why.push((Arc::clone(step), Arc::clone(reason)));
+        }
+        self.inputs.push((input, (self.why.len() - 1) as u32));
+    }
+
+    /// The input indices of the messages dropped after the first `from`, in order.
+    pub(crate) fn inputs_since(&self, from: usize) -> impl Iterator<Item = usize> + '_ {
+        self.inputs[from.min(self.inputs.len())..].iter().map(|&(input, _)| input)
+    }
+
+    /// Every message dropped: (input index, step, reason), in the order dropped.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &Arc<str>, &Arc<str>)> + '_ {
+        self.inputs.iter().map(|&(input, why)| {
+            let (step, reason) = &self.why[why as usize];
+            (input, step, reason)
+        })
+    }
+}
 
 /// One change of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]

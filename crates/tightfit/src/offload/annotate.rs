@@ -102,12 +102,12 @@ fn place_removals(
     let mut gaps: BTreeMap<usize, Vec<(usize, &str)>> = BTreeMap::new();
     for (index, step, reason) in history.dropped() {
         let merged_and_sent =
-            reason.starts_with(MERGED_INTO) && input[*index].parts.iter().all(|p| rewritten.contains(p));
-        if merged_and_sent || says_nothing(&input[*index]) {
+            reason.starts_with(MERGED_INTO) && input[index].parts.iter().all(|p| rewritten.contains(p));
+        if merged_and_sent || says_nothing(&input[index]) {
             continue;
         }
-        let gap = sent.partition_point(|(_, i)| i < index);
-        gaps.entry(gap).or_default().push((*index, step));
+        let gap = sent.partition_point(|(_, i)| *i < index);
+        gaps.entry(gap).or_default().push((index, step));
     }
     let gaps: Vec<(usize, Vec<(usize, String)>)> = gaps
         .into_iter()
