@@ -1,5 +1,5 @@
-//! What kinds of content a message holds (tool calls, tool results, media, blank text), as a
-//! few bits the history keeps beside each message's tokens.
+//! What kinds of content a message holds (tool calls, tool results, media, blank text,
+//! thinking), as a few bits the history keeps beside each message's tokens.
 //!
 //! Why: a message's parts live in their own allocation, away from the message. A step that
 //! works on tool results, media or blank text would otherwise open every message to learn
@@ -27,6 +27,7 @@ impl Shape {
     const MEDIA: u8 = 1 << 2;
     const BLANK_TEXT: u8 = 1 << 3;
     const SAYS_NOTHING: u8 = 1 << 4;
+    const THINKING: u8 = 1 << 5;
 
     /// The shape of `message`, from one pass over its parts.
     pub(crate) fn of(message: &Message) -> Shape {
@@ -42,6 +43,7 @@ impl Shape {
                 }
                 Part::ToolResult(_) => Shape::RESULTS,
                 Part::Image(_) | Part::Audio(_) | Part::File(_) => Shape::MEDIA,
+                Part::Thinking(_) | Part::RedactedThinking(_) => Shape::THINKING,
                 _ if blank => Shape::BLANK_TEXT,
                 _ => 0,
             };
@@ -75,6 +77,11 @@ impl Shape {
     /// Whether a text part of the message, or of one of its `tool_result` blocks, is blank.
     pub(crate) fn has_blank_text(self) -> bool {
         self.0 & Shape::BLANK_TEXT != 0
+    }
+
+    /// Whether the message holds a thinking block (signed, or redacted).
+    pub(crate) fn has_thinking(self) -> bool {
+        self.0 & Shape::THINKING != 0
     }
 
     /// [`says_nothing`] of the message.
@@ -155,7 +162,7 @@ mod tests {
     #[test]
     fn the_bits_agree_with_the_predicates_on_both_corpora() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-        let mut seen = 0;
+        let (mut seen, mut thinking) = (0, 0);
         for file in [
             "data/agent_mini_swe_deepseek.jsonl",
             "data2/agent_tau2_airline_claude45_thinking_anthropic.jsonl",
@@ -172,10 +179,18 @@ mod tests {
                         message.parts.iter().any(|p| matches!(p, Part::ToolCall(_)))
                     );
                     assert_eq!(shape.has_results(), message.is_tool_result());
+                    let thinks = message
+                        .parts
+                        .iter()
+                        .any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_)));
+                    assert_eq!(shape.has_thinking(), thinks);
+                    thinking += usize::from(thinks);
                     seen += 1;
                 }
             }
         }
         assert!(seen > 1000, "{seen} messages");
+        // the thinking bit met (DeepSeek's reasoning, Claude's signed thinking)
+        assert!(thinking > 10, "{thinking} messages with thinking");
     }
 }

@@ -82,8 +82,12 @@ impl Step for DropThinking {
         } else {
             history.len()
         };
+        // a message without thinking is known by its shape, without opening it
         let targets: Vec<usize> = (0..end)
-            .filter(|&i| history.message(i).parts.iter().any(|p| is_thinking(p, self.redacted)))
+            .filter(|&i| {
+                history.shape(i).has_thinking()
+                    && history.message(i).parts.iter().any(|p| is_thinking(p, self.redacted))
+            })
             .collect();
         let mut emptied = Vec::new();
         for &i in &targets {
