@@ -138,17 +138,22 @@ impl fmt::Display for Violation {
 }
 
 /// Whether `messages` meet `provider`'s rules, knowing (`valid_before`) how many of their first
-/// messages are those of a history found to meet them. For OpenAI's rules (Chat Completions,
-/// Responses) only the messages from the last user message among those on are checked: every
-/// rule there is decided by a message and those of its step, and a user message closes every
-/// step before it, so the check restarts there as at the start of a history. Why: a warm fit
-/// of a long history would otherwise open every call and result id again to learn that the
-/// part it saw is still valid. Anthropic's and Gemini's rules look further back (whether the
-/// history uses thinking at all): they are checked whole.
+/// messages are those of a history found to meet them. For OpenAI's rules only the messages
+/// from the last restart point among those on are checked: every rule there is decided by a
+/// message and those of its step, and a message that is not a tool result (Chat Completions)
+/// or a user message (Responses, whose response spans several items) closes every step
+/// before it, so the check restarts there as at the start of a history. Why: a warm fit of a
+/// long history would otherwise open every call and result id again to learn that the part it
+/// saw is still valid. Anthropic's and Gemini's rules look further back (whether the history
+/// uses thinking at all): they are checked whole.
 pub(crate) fn is_valid_knowing(messages: &[Message], provider: Format, valid_before: Option<usize>) -> bool {
+    let restarts = |m: &Message| match provider {
+        Format::OpenAi => matches!(m.role, Role::User | Role::Assistant),
+        _ => m.role == Role::User,
+    };
     let restart = match (provider, valid_before) {
         (Format::OpenAi | Format::Responses, Some(unchanged)) => {
-            messages[..unchanged.min(messages.len())].iter().rposition(|m| m.role == Role::User)
+            messages[..unchanged.min(messages.len())].iter().rposition(restarts)
         }
         _ => None,
     };
