@@ -175,11 +175,11 @@ impl Plan {
         for (i, step, reason) in dropped.iter() {
             fate[i] = Some((step, reason));
         }
-        // and the message it is now, which the lines written when read are written from
-        let mut changes: Vec<(&[Change], Option<&Message>)> = vec![(&[], None); input.len()];
+        // with the message it is now, which the lines written when read are written from
+        let mut changes: Vec<Option<(&[Change], &Message)>> = vec![None; input.len()];
         for (m, message) in meta.iter().zip(output) {
             if let Origin::Input(i) = m.origin {
-                changes[i] = (&m.changes, Some(message));
+                changes[i] = Some((&m.changes, message));
             }
         }
         let mut plans = Vec::with_capacity(input_units.len());
@@ -187,8 +187,10 @@ impl Plan {
             let range = unit.messages.clone();
             // made at their size: most units of a long history get one line a message from
             // one step (dropped), and a list grown from empty reserves room for four
-            let lines: usize =
-                range.clone().map(|i| changes[i].0.len() + usize::from(fate[i].is_some())).sum();
+            let lines: usize = range
+                .clone()
+                .map(|i| changes[i].map_or(0, |(c, _)| c.len()) + usize::from(fate[i].is_some()))
+                .sum();
             let mut steps: Vec<Arc<str>> = Vec::with_capacity(lines.min(1));
             let mut details = Vec::with_capacity(lines);
             let mut all_dropped = true;
@@ -202,12 +204,12 @@ impl Plan {
                     }
                     details.push(line);
                 };
-                let (changes, message) = changes[i];
+                let (changes, message) = changes[i].unwrap_or((&[], &input[i]));
                 for change in changes {
                     changed = true;
                     truncated |= change.kind == ChangeKind::Truncated;
                     replaced |= change.kind == ChangeKind::Replaced;
-                    let why = message.map_or(Cow::Borrowed(""), |m| change.detail.render(m));
+                    let why = change.detail.render(message);
                     note(&change.step, detail_line(i, kind_word(change.kind), &change.step, &why));
                 }
                 match fate[i] {

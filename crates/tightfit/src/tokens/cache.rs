@@ -304,11 +304,12 @@ impl CountCache {
             history.push(entry);
         }
         let unchanged = unchanged.unwrap_or(messages.len().min(previous.len()));
-        if let Some((_, valid)) = &mut self.units {
-            *valid = (*valid).min(unchanged);
+        // what was known of an earlier history now holds for this one's unchanged messages only
+        if let Some((_, holds_for)) = &mut self.units {
+            *holds_for = (*holds_for).min(unchanged);
         }
-        if let Some((_, valid)) = &mut self.valid {
-            *valid = (*valid).min(unchanged);
+        if let Some((_, holds_for)) = &mut self.valid {
+            *holds_for = (*holds_for).min(unchanged);
         }
         self.history = history;
         &self.history
