@@ -28,6 +28,7 @@ impl Shape {
     const BLANK_TEXT: u8 = 1 << 3;
     const SAYS_NOTHING: u8 = 1 << 4;
     const THINKING: u8 = 1 << 5;
+    const WHOLE_RESULT: u8 = 1 << 6;
 
     /// The shape of `message`, from one pass over its parts.
     pub(crate) fn of(message: &Message) -> Shape {
@@ -49,7 +50,7 @@ impl Shape {
             };
         }
         match message.role {
-            Role::Tool | Role::Function => bits |= Shape::RESULTS,
+            Role::Tool | Role::Function => bits |= Shape::RESULTS | Shape::WHOLE_RESULT,
             Role::Other => {}
             _ if all_blank && message.extra.values().all(is_nothing) => bits |= Shape::SAYS_NOTHING,
             _ => {}
@@ -82,6 +83,12 @@ impl Shape {
     /// Whether the message holds a thinking block (signed, or redacted).
     pub(crate) fn has_thinking(self) -> bool {
         self.0 & Shape::THINKING != 0
+    }
+
+    /// Whether the message is itself one tool result (a `tool` or `function` message), not
+    /// a message holding `tool_result` blocks.
+    pub(crate) fn is_whole_result(self) -> bool {
+        self.0 & Shape::WHOLE_RESULT != 0
     }
 
     /// [`says_nothing`] of the message.
@@ -179,6 +186,7 @@ mod tests {
                         message.parts.iter().any(|p| matches!(p, Part::ToolCall(_)))
                     );
                     assert_eq!(shape.has_results(), message.is_tool_result());
+                    assert_eq!(shape.is_whole_result(), matches!(message.role, Role::Tool | Role::Function));
                     let thinks = message
                         .parts
                         .iter()

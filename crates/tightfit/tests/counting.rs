@@ -119,6 +119,58 @@ fn conversation_totals_equal_the_corpus_figures_under_openai_framing() {
     }
 }
 
+/// Every text of `parts`, its tool results' included: what a message's count bounds.
+fn texts_of(parts: &[tightfit::message::Part]) -> Vec<&str> {
+    use tightfit::message::Part;
+    parts
+        .iter()
+        .flat_map(|part| match part {
+            Part::Text(t) => vec![t.text.as_str()],
+            Part::ToolResult(r) => texts_of(&r.parts),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_message_count_bounds_its_texts_on_both_corpora() {
+    // steps skip a message too small for them by this bound, without reading its text: it must
+    // hold for every message, under both encodings, OpenAI and Anthropic framing alike
+    let counters = [
+        ChatCounter::openai(OpenAiEncoding::O200kBase),
+        ChatCounter::openai(OpenAiEncoding::Cl100kBase),
+        ChatCounter::new(Arc::new(OpenAiEncoding::O200kBase), Framing::Anthropic),
+    ];
+    let mut files = data_files();
+    files.extend(crate::jsonl_files("data2"));
+    let mut seen = 0usize;
+    for file in files {
+        for line in lines(&file).iter().take(40) {
+            let conversation = format::parse_str(line, FormatHint::Auto).unwrap();
+            for message in &conversation.messages {
+                let texts = texts_of(&message.parts);
+                let bytes: usize = texts.iter().map(|t| t.len()).sum();
+                for counter in &counters {
+                    let tokens = counter.message_tokens(message);
+                    let text_tokens: usize = texts.iter().map(|t| counter.text_counter().count(t)).sum();
+                    assert!(counter.max_text_tokens(tokens).unwrap() >= text_tokens, "{}", file.display());
+                    let most = counter.max_text_len(tokens).unwrap();
+                    assert!(bytes <= most, "{}: {bytes} bytes of text, at most {most}", file.display());
+                }
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 10_000, "{seen} messages");
+    // a calibrated count may be below the texts' own: no bound then
+    let calibrated = ChatCounter::openai(OpenAiEncoding::O200kBase).scaled_by(0.5).unwrap();
+    assert_eq!(calibrated.max_text_tokens(100), None);
+    assert_eq!(calibrated.max_text_len(100), None);
+    // nor for a counter that does not know its longest token
+    let estimate = Estimate::new(Arc::new(OpenAiEncoding::O200kBase), 1.1);
+    assert_eq!(ChatCounter::new(Arc::new(estimate), Framing::OpenAi).max_text_len(100), None);
+}
+
 fn message(value: Value) -> Message {
     format::parse_messages(json!([value]), tightfit::Format::OpenAi).unwrap().remove(0)
 }

@@ -19,8 +19,8 @@
 //! a tokenization of each result, and a binary search over the ones that are cut.
 
 use super::shared::cut::{
-    check_limit, keep_part_word, plan_cut, read_keep_part, read_length, until_fits_budget, TextCut,
-    TRUNCATED_MARKER,
+    check_limit, fits_by_count, keep_part_word, plan_cut, read_keep_part, read_length, until_fits_budget,
+    TextCut, TRUNCATED_MARKER,
 };
 use super::shared::written::Written;
 use super::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
@@ -136,6 +136,12 @@ fn tool_results<'h>(history: &'h History<'_>, named: bool) -> Vec<ResultRef<'h>>
     let name_of = |id: &str| call_names.get(id).copied();
     let mut results = Vec::new();
     for i in with(Shape::has_results) {
+        // a tool message is one result: without a tool to exclude, its name is not needed,
+        // and the message is not opened (it is, below, only if its result may be cut)
+        if !named && history.shape(i).is_whole_result() {
+            results.push(ResultRef { at: ResultAt::Message(i), tool: None });
+            continue;
+        }
         let m = &messages[i];
         match m.role {
             Role::Tool => {
@@ -207,8 +213,16 @@ impl Step for TruncateToolResults {
         while next < results.len() {
             let message = results[next].message();
             let same = results[next..].iter().take_while(|r| r.message() == message).count();
+            let sites = &results[next..next + same];
+            next += same;
+            // a message whose count bounds its texts within the limit has no result to cut,
+            // known from its count without reading it: a long history's old results, most of
+            // them cleared by the rung before, are not opened again
+            if fits_by_count(history.counter(), history.tokens(message), self.limit) {
+                continue;
+            }
             let mut list = Vec::new();
-            for &at in &results[next..next + same] {
+            for &at in sites {
                 let m = history.message(message);
                 let counter = history.counter().text_counter();
                 let Some(parts) = at.parts(m) else { continue };
@@ -217,7 +231,6 @@ impl Step for TruncateToolResults {
                     list.push(ResultCut { at, cut: c, line });
                 }
             }
-            next += same;
             if list.is_empty() {
                 continue;
             }

@@ -200,6 +200,12 @@ impl TokenCounter for OpenAiEncoding {
         Some(bytes)
     }
 
+    /// No token is longer than the vocabulary's longest (special tokens are counted as
+    /// ordinary text).
+    fn max_len_of_tokens(&self, tokens: usize) -> Option<usize> {
+        Some(tokens.saturating_mul(self.longest_token()))
+    }
+
     /// Like [`count`](Self::count), piece by piece, stopping at the first piece that passes
     /// the limit: O(limit) for a long text. A long piece is counted by the BPE's own early
     /// stop, so one huge unbroken piece (base64, say) costs no more than the limit either.

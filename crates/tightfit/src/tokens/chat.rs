@@ -221,6 +221,22 @@ impl ChatCounter {
         }
     }
 
+    /// The most tokens the texts of a message counted at `tokens` can have together (its
+    /// text parts, its tool results' included), when no calibration scales the counts: a
+    /// message's count is its framing plus each of its texts' own count. `None` for a
+    /// calibrated counter. Lets a step skip, unread, a message too small for what it looks
+    /// for: its count is kept, its text is elsewhere in memory.
+    pub fn max_text_tokens(&self, tokens: usize) -> Option<usize> {
+        (self.scale == 1.0).then_some(tokens)
+    }
+
+    /// The most bytes the texts of a message counted at `tokens` can have together, when
+    /// [`max_text_tokens`](ChatCounter::max_text_tokens) bounds their tokens and the text
+    /// counter bounds a token's length.
+    pub fn max_text_len(&self, tokens: usize) -> Option<usize> {
+        self.max_text_tokens(tokens).and_then(|tokens| self.counter.max_len_of_tokens(tokens))
+    }
+
     /// The text counter.
     pub fn text_counter(&self) -> &dyn TokenCounter {
         self.counter.as_ref()

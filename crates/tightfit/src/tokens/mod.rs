@@ -69,6 +69,15 @@ pub trait TokenCounter: Send + Sync {
         None
     }
 
+    /// The most bytes any text of `tokens` tokens can have, when the tokenizer knows it (no
+    /// token of its vocabulary is longer than some length); `None` (the default) when it
+    /// does not. A caller that knows a text's count but has not read the text bounds its
+    /// length without reading it.
+    fn max_len_of_tokens(&self, tokens: usize) -> Option<usize> {
+        let _ = tokens;
+        None
+    }
+
     /// Why counts are an estimate rather than the model's own tokenizer's, or `None` (the
     /// default) when they are exact. Shown beside counts (`tightfit count` says "estimated:
     /// …").

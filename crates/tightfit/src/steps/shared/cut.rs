@@ -6,7 +6,7 @@ use crate::message::Part;
 use crate::params::{ConfigError, Params};
 use crate::steps::{StepContext, StepError};
 use crate::text::{cut, KeepPart, Length};
-use crate::tokens::TokenCounter;
+use crate::tokens::{ChatCounter, TokenCounter};
 
 /// The marker llmling writes where it cut a text.
 pub const TRUNCATED_MARKER: &str = "\n... [truncated]";
@@ -164,6 +164,18 @@ pub(crate) fn plan_cut(
             Some(TextCut { changes: vec![(*i, non_empty(c.text))], detail: c.detail })
         }
         _ => plan_cut_many(&texts, limit, keep, marker, counter),
+    }
+}
+
+/// Whether every text of a message counted at `tokens` by `counter` (the history's) is
+/// within `limit` by that count alone, without reading the message: its texts have at most
+/// [`max_text_tokens`](ChatCounter::max_text_tokens) tokens and
+/// [`max_text_len`](ChatCounter::max_text_len) bytes (a character is at least a byte).
+/// `false` when the counter gives no such bound (then the texts must be read).
+pub(crate) fn fits_by_count(counter: &ChatCounter, tokens: usize, limit: Length) -> bool {
+    match limit {
+        Length::Chars(n) => counter.max_text_len(tokens).is_some_and(|bytes| bytes <= n),
+        Length::Tokens(n) => counter.max_text_tokens(tokens).is_some_and(|most| most <= n),
     }
 }
 

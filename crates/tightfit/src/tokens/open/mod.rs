@@ -299,6 +299,11 @@ impl TokenCounter for OpenTokenizer {
         Some(bytes)
     }
 
+    /// No token, nor added-token text, is longer than the longest of the vocabulary.
+    fn max_len_of_tokens(&self, tokens: usize) -> Option<usize> {
+        Some(tokens.saturating_mul(self.longest))
+    }
+
     /// Stops at the first piece that passes the limit; a text longer than `limit` of the
     /// longest token is over at no cost.
     fn count_till_limit(&self, text: &str, limit: usize) -> Option<usize> {
