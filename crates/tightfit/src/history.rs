@@ -26,7 +26,7 @@ use crate::result_text::{one_result, result_text, ResultText};
 use crate::shape::Shape;
 use crate::tokens::{ChatCounter, CountCache};
 use crate::units::{units, units_knowing, units_resuming, CallsAndResults, Unit, UnitKind};
-use references::{holds, Reference};
+use references::{holds_in, Reference};
 
 /// Room kept past the input in a history's vectors for messages steps insert.
 const INSERT_ROOM: usize = 8;
@@ -174,6 +174,23 @@ impl<'a> History<'a> {
     /// The message at `index`.
     pub fn message(&self, index: usize) -> &Message {
         &self.messages[index]
+    }
+
+    /// The message at `index` to read its role, name and ids from: itself, or for a tool
+    /// result whose content a step replaced by a text, the input message it has them from
+    /// (reading them there does not write the new message out; see [`HistoryMessage`]).
+    pub(crate) fn ids_of(&self, index: usize) -> &Message {
+        match self.messages[index].input_with_same_ids() {
+            Some(input) => input,
+            None => &self.messages[index],
+        }
+    }
+
+    /// The text that replaced the whole content of the tool result at `index`, when the
+    /// new message is not written out yet (`None` for any other message): what it holds,
+    /// read without writing it out.
+    pub(crate) fn replacing_text(&self, index: usize) -> Option<&Arc<str>> {
+        self.messages[index].replacing_text()
     }
 
     /// The message at `index` as the input holds it, if no step changed it: borrowed for as
@@ -565,6 +582,64 @@ impl<'a> History<'a> {
         saved
     }
 
+    /// Replaces the whole content of the tool result at `index` (a `tool` or `function`
+    /// message) by the one text `text`, like [`replace_parts`](History::replace_parts) with
+    /// that text, recording `detail`. An input message, or one only replaced so before, is
+    /// not copied: the history holds the input message and the text, and writes the new
+    /// message out only when it is read (see [`HistoryMessage`]); its count is found by the
+    /// input's fingerprint and the text. Any other message is changed as `replace_parts`
+    /// does. Returns the tokens saved.
+    pub(crate) fn replace_result_text_noting(
+        &mut self,
+        index: usize,
+        kind: ChangeKind,
+        detail: Detail,
+        text: Arc<str>,
+    ) -> isize {
+        let held = match (self.meta[index].origin, self.messages[index].input_with_same_ids()) {
+            (Origin::Input(position), Some(input)) if self.meta[index].shape.is_whole_result() => {
+                Some((position, input))
+            }
+            _ => None,
+        };
+        let Some((position, input)) = held else {
+            let parts = vec![Part::Text(crate::message::TextPart::new(&*text))];
+            return self.replace_parts_noting(index, kind, detail, parts, ContentForm::Text);
+        };
+        let shape = Shape::of_whole_result_text(&text);
+        if !self.messages[index].replace_text(Arc::clone(&text)) {
+            self.messages[index] = HistoryMessage::replaced(input, Arc::clone(&text));
+        }
+        let message = &self.messages[index];
+        let Some(tokens) = self.cache.replaced_result_tokens(&self.counter, position, &text, || message)
+        else {
+            // no count of this history to key it by (not met: the history counts its input)
+            return self.recount_and_mend(index, kind, detail);
+        };
+        let meta = &mut self.meta[index];
+        let saved = meta.tokens as isize - tokens as isize;
+        self.message_tokens = self.message_tokens + tokens - meta.tokens;
+        meta.tokens = tokens;
+        meta.shape = shape;
+        if meta.changes.capacity() == 0 {
+            meta.changes.reserve_exact(1);
+        }
+        meta.changes.push(Change { step: Arc::clone(&self.step), kind, detail });
+        // units read a result message's role and ids, never its content
+        self.changed_within_units();
+        self.mend_edited(index);
+        saved
+    }
+
+    /// Counts the message at `index` again after it was changed in place, records the change,
+    /// and mends the references to it; returns the tokens saved.
+    fn recount_and_mend(&mut self, index: usize, kind: ChangeKind, detail: Detail) -> isize {
+        let saved = self.recount(index, kind, detail);
+        self.changed_within_units();
+        self.mend_edited(index);
+        saved
+    }
+
     /// Replaces the message at `index` by `message` and records the change, without copying
     /// the message it replaces (a session replaying a decision puts back the messages its
     /// compaction wrote).
@@ -718,7 +793,7 @@ impl<'a> History<'a> {
             }
             let mut still = Vec::new();
             for (original, members) in groups {
-                if position.get(target).is_some_and(|t| holds(&self.messages[t], original)) {
+                if position.get(target).is_some_and(|t| holds_in(&self.messages[t], original)) {
                     still.extend(members);
                     continue;
                 }
@@ -727,7 +802,7 @@ impl<'a> History<'a> {
                     .into_iter()
                     .filter(|&i| {
                         let r = &self.references[i];
-                        position.get(r.referrer).is_some_and(|m| r.still_written_in(&self.messages[m]))
+                        position.get(r.referrer).is_some_and(|m| r.still_written_in_held(&self.messages[m]))
                     })
                     .collect();
                 let Some((&first, rest)) = live.split_first() else { continue };
@@ -763,11 +838,12 @@ impl<'a> History<'a> {
             return;
         }
         let text = restored.render_to(&self.messages[at]);
+        let shared: Arc<str> = Arc::from(text.as_str());
         let mut by_message: Vec<(usize, Vec<Reference<'a>>)> = Vec::new();
         for &i in rest {
             let reference = &mut self.references[i];
             let before = Reference {
-                written: std::mem::replace(&mut reference.written, text.clone()),
+                written: std::mem::replace(&mut reference.written, Arc::clone(&shared)),
                 ..reference.clone()
             };
             reference.target = restored.referrer;
@@ -916,5 +992,68 @@ pub struct Keep {
 impl Default for Keep {
     fn default() -> Keep {
         Keep { system: true, newest_user_turn: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::TextPart;
+    use crate::steps::test_support::{counter, openai};
+
+    /// A tool message with a name and a field of its own, between its call and a reply.
+    fn with_result() -> Vec<Message> {
+        openai(
+            r#"[
+            {"role": "user", "content": "look it up"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "name": "lookup", "x_trace": 7,
+             "content": "a result long enough to be worth replacing by a shorter text"},
+            {"role": "assistant", "content": "done"}
+        ]"#,
+        )
+    }
+
+    fn replace_eagerly(history: &mut History<'_>, index: usize, text: &str) {
+        let parts = vec![Part::Text(TextPart::new(text))];
+        history.replace_parts(index, ChangeKind::Replaced, "replaced", parts, ContentForm::Text);
+    }
+
+    #[test]
+    fn a_result_replaced_by_a_text_counts_reads_and_is_sent_as_if_written_at_once() {
+        let input = with_result();
+        let counter = counter();
+        let mut cache = CountCache::default();
+        // the second fit finds the replaced result's count by its input and text
+        for fit in 0..2 {
+            let mut lazy = History::new(&input, None, &counter, cache, Format::OpenAi);
+            let mut eager = History::new(&input, None, &counter, CountCache::default(), Format::OpenAi);
+            let saved =
+                lazy.replace_result_text_noting(2, ChangeKind::Replaced, Detail::Cleared, Arc::from("[x]"));
+            replace_eagerly(&mut eager, 2, "[x]");
+            // held, not written out, for the steps that read it next
+            assert_eq!(lazy.replacing_text(2).map(|t| &**t), Some("[x]"), "fit {fit}");
+            assert!(saved > 0);
+            assert_eq!((lazy.tokens(2), lazy.total_tokens()), (eager.tokens(2), eager.total_tokens()));
+            assert_eq!(lazy.shape(2), Shape::of(eager.message(2)));
+            // replaced again (a repeat's reference, then cleared), and blank: in place
+            lazy.replace_result_text_noting(2, ChangeKind::Replaced, Detail::Cleared, Arc::from(" "));
+            replace_eagerly(&mut eager, 2, " ");
+            assert_eq!((lazy.tokens(2), lazy.shape(2)), (eager.tokens(2), Shape::of(eager.message(2))));
+            // read, it is the message a change in place makes: role, id, name, own field kept
+            assert_eq!(lazy.message(2), eager.message(2));
+            assert_eq!(lazy.message(2).extra.get("x_trace"), Some(&serde_json::json!(7)));
+            // a message that is not a whole tool result is changed as `replace_parts` does
+            lazy.replace_result_text_noting(0, ChangeKind::Replaced, Detail::Cleared, Arc::from("[y]"));
+            replace_eagerly(&mut eager, 0, "[y]");
+            assert_eq!(lazy.replacing_text(0), None);
+            assert_eq!(lazy.tokens(0), eager.tokens(0));
+            let (sent, _, next) = lazy.finish(&input);
+            let (sent_eagerly, ..) = eager.finish(&input);
+            assert_eq!(sent, sent_eagerly);
+            assert_eq!(input, with_result(), "the input is not changed");
+            cache = next;
+        }
     }
 }

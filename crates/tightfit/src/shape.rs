@@ -58,6 +58,13 @@ impl Shape {
         Shape(bits)
     }
 
+    /// The shape of a `tool` or `function` message whose whole content is the text `text`,
+    /// as [`Shape::of`] would work it out (without the message written out).
+    pub(crate) fn of_whole_result_text(text: &str) -> Shape {
+        let blank = if text.trim_start().is_empty() { Shape::BLANK_TEXT } else { 0 };
+        Shape(Shape::RESULTS | Shape::WHOLE_RESULT | blank)
+    }
+
     /// Whether the message makes tool calls.
     pub(crate) fn has_calls(self) -> bool {
         self.0 & Shape::CALLS != 0

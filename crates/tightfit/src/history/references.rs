@@ -24,9 +24,10 @@ use std::borrow::Cow;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 
 use crate::calls::result_keys;
+use crate::history_message::HistoryMessage;
 use crate::message::{Message, Part};
 use crate::result_text::text_hash;
 
@@ -59,8 +60,8 @@ pub(crate) struct Reference<'a> {
     pub referrer: usize,
     /// Where in it, and how it is written.
     pub site: Site,
-    /// The text the step wrote there.
-    pub written: String,
+    /// The text the step wrote there (shared by the references to one original).
+    pub written: Arc<str>,
     /// What was there before: the result's parts, or the one media part. Borrowed from the
     /// input when the referrer was still the input's message (a repeated result is usually
     /// replaced before any other step touched it): a history of thousands of repeats would
@@ -85,10 +86,24 @@ impl Reference<'_> {
         }
     }
 
+    /// [`still_written_in`](Reference::still_written_in) the history's `message`, without
+    /// writing out a tool result replaced by a text (the case of nearly every referrer a
+    /// long history checks, a repeat `dedupe` replaced and a later step cleared): its one
+    /// result is that text, under its input's key.
+    pub(crate) fn still_written_in_held(&self, message: &HistoryMessage<'_>) -> bool {
+        match (&self.site, message.replacing_text(), message.input_with_same_ids()) {
+            (Site::Result { key, .. }, Some(text), Some(input)) => {
+                (Arc::ptr_eq(text, &self.written) || **text == *self.written)
+                    && result_keys(input, 0).any(|(k, _)| k.as_str() == key)
+            }
+            _ => self.still_written_in(message),
+        }
+    }
+
     /// Writes `text` where the reference is in `message` (the referrer): the reference again
     /// (pointed elsewhere), or `None` for the original back.
     pub(crate) fn rewrite(&self, message: &mut Message, text: Option<&str>) {
-        let written = self.written.as_str();
+        let written = &*self.written;
         let replacement = || match text {
             Some(text) => vec![Part::Text(crate::message::TextPart::new(text))],
             None => self.original.to_vec(),
@@ -122,6 +137,17 @@ impl Reference<'_> {
                 template.replace("{kind}", kind).replace("{at}", &at)
             }
         }
+    }
+}
+
+/// [`holds`] for the history's `message`, without writing out a tool result replaced by a
+/// text: its one result is that text.
+pub(crate) fn holds_in(message: &HistoryMessage<'_>, holds_what: Holds) -> bool {
+    match (holds_what, message.replacing_text(), message.input_with_same_ids()) {
+        (Holds::ResultText(hash), Some(text), Some(input)) => {
+            result_keys(input, 0).next().is_some() && xxh3_128(text.as_bytes()) == hash
+        }
+        _ => holds(message, holds_what),
     }
 }
 

@@ -26,6 +26,7 @@
 
 use super::shared::written::Written;
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::shared::cut::{plan_cut, until_fits_budget, TRUNCATED_MARKER};
 use super::{ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind};
@@ -219,13 +220,23 @@ impl ClearToolResults {
         let counter = history.counter().text_counter();
         let threshold = self.min_tokens.max(counter.count(&self.placeholder));
         let old = sites.len().saturating_sub(self.keep);
+        // whether each shared replacing text exceeds the threshold, by its address: the texts
+        // are held by the history for as long as this runs
+        let mut weighed: foldhash::HashMap<*const u8, bool> = Default::default();
         let clear: Vec<ResultSite<'_>> = sites[..old]
             .iter()
             .filter(|s| s.unit < first_kept_unit && !history.is_pinned(s.at.message()))
             .filter(|s| !s.call.is_some_and(|(name, _, _)| self.exclude_tools.iter().any(|t| t == name)))
-            .filter(|s| {
-                s.at.parts(history.message(s.at.message()))
-                    .is_some_and(|parts| exceeds(parts, threshold, counter))
+            .filter(|s| match (s.at, history.replacing_text(s.at.message())) {
+                // a result replaced before, by a text: read without writing it out, and
+                // weighed once per text (the repeats of one result share their reference)
+                (ResultAt::Message(_), Some(text)) => *weighed
+                    .entry(Arc::as_ptr(text).cast::<u8>())
+                    .or_insert_with(|| text_exceeds(text, threshold, counter)),
+                _ => {
+                    s.at.parts(history.message(s.at.message()))
+                        .is_some_and(|parts| exceeds(parts, threshold, counter))
+                }
             })
             .copied()
             .collect();
@@ -269,6 +280,7 @@ impl ClearToolResults {
         budget: Option<usize>,
     ) -> (usize, Vec<usize>) {
         let placeholder = &self.placeholder;
+        let shared_placeholder: Arc<str> = Arc::from(placeholder.as_str());
         let mut cleared = 0;
         let mut cut = Vec::new();
         // oldest first, an original `dedupe` referred to would move into the next copy, which
@@ -299,14 +311,13 @@ impl ClearToolResults {
             }
             let detail = edit.detail;
             if let [ResultAt::Message(_)] = same {
-                // a whole tool message: no need to copy the text that goes
-                let parts = vec![Part::Text(TextPart::new(placeholder.as_str()))];
-                history.replace_parts_noting(
+                // a whole tool message: not copied, the placeholder shared (written out when
+                // read, most never are)
+                history.replace_result_text_noting(
                     edit.message,
                     ChangeKind::Replaced,
                     detail,
-                    parts,
-                    ContentForm::Text,
+                    Arc::clone(&shared_placeholder),
                 );
                 continue;
             }
@@ -451,13 +462,19 @@ fn result_sites<'h>(history: &'h History<'_>, with_calls: bool) -> Vec<ResultSit
             }
         }
         for i in unit.messages.clone().filter(|&i| history.shape(i).has_results()) {
-            for (key, at) in result_keys(history.message(i), i) {
+            // a result replaced before (by `dedupe`) is not written out to read its ids
+            for (key, at) in result_keys(history.ids_of(i), i) {
                 let call = if with_calls { calls.get(&key).copied() } else { None };
                 sites.push(ResultSite { at, unit: u, call, key });
             }
         }
     }
     sites
+}
+
+/// Whether `text` has more than `threshold` tokens (counted up to it).
+fn text_exceeds(text: &str, threshold: usize, counter: &dyn TokenCounter) -> bool {
+    counter.count_till_limit_again(text, threshold).is_none()
 }
 
 /// Whether `parts` hold more than `threshold` tokens: their text counted (stopping at the

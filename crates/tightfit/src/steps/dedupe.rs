@@ -167,10 +167,9 @@ impl Step for Dedupe {
                 }
             };
             if let [Replacement { target: Target::Content, .. }] = plan.as_slice() {
-                // a whole tool message: no need to copy the text that goes
-                let text = plan.into_iter().next().map(|r| r.text).unwrap_or_default();
-                let parts = vec![Part::Text(TextPart::new(text))];
-                history.replace_parts_noting(i, ChangeKind::Replaced, detail, parts, ContentForm::Text);
+                // a whole tool message: not copied, the text shared (written out when read)
+                let text = plan.into_iter().next().map_or_else(|| Arc::from(""), |r| r.text);
+                history.replace_result_text_noting(i, ChangeKind::Replaced, detail, text);
             } else {
                 history.edit_noting(i, ChangeKind::Replaced, detail, |m| apply_plan(m, plan));
             }
@@ -210,7 +209,7 @@ struct FirstResult {
     id: Arc<str>,
     big_enough: Option<bool>,
     /// The text that replaces its repeats (the placeholder naming its id), written once.
-    reference: Option<String>,
+    reference: Option<Arc<str>>,
     /// The input index of its message.
     message: usize,
 }
@@ -238,7 +237,8 @@ enum Target {
 #[derive(Debug)]
 struct Replacement {
     target: Target,
-    text: String,
+    /// Shared by every repeat of one first result.
+    text: Arc<str>,
     /// Its line: written when read for a whole tool message (see [`Detail`]).
     detail: Detail,
     /// The input index of the message with the first occurrence, and what it holds.
@@ -284,7 +284,7 @@ impl Replacement {
         Reference {
             referrer: input,
             site,
-            written: self.text.clone(),
+            written: Arc::clone(&self.text),
             original,
             target: self.first.0,
             holds: self.first.1,
@@ -383,9 +383,10 @@ impl Dedupe {
             self.min_tokens == 0
                 || counter.count_till_limit_again(&joined_text(parts), self.min_tokens - 1).is_none()
         });
-        let reference = first.reference.get_or_insert_with(|| self.placeholder.replace("{id}", &first.id));
+        let reference =
+            first.reference.get_or_insert_with(|| Arc::from(self.placeholder.replace("{id}", &first.id)));
         if big_enough && reference.len() < len {
-            let reference = reference.clone();
+            let reference = Arc::clone(reference);
             let target = block.map_or(Target::Content, Target::Block);
             // the line of a whole tool message names the message's own id: written when read
             let detail = match block {
@@ -422,7 +423,7 @@ impl Dedupe {
             }
             std::collections::hash_map::Entry::Occupied(first) => {
                 let (place, message) = first.get();
-                let text = self.media_placeholder.replace("{kind}", kind).replace("{at}", place);
+                let text = Arc::from(self.media_placeholder.replace("{kind}", kind).replace("{at}", place));
                 let detail = Detail::Text(format!("a repeated {kind}, identical to the one in {place}"));
                 first_room(plan);
                 plan.push(Replacement {
@@ -447,7 +448,7 @@ fn first_room(plan: &mut Vec<Replacement>) {
 
 fn apply_plan(message: &mut Message, plan: Vec<Replacement>) {
     for r in plan {
-        let text = Part::Text(TextPart::new(r.text));
+        let text = Part::Text(TextPart::new(&*r.text));
         match r.target {
             Target::Content => {
                 message.parts = vec![text];

@@ -142,7 +142,8 @@ fn tool_results<'h>(history: &'h History<'_>, named: bool) -> Vec<ResultRef<'h>>
             results.push(ResultRef { at: ResultAt::Message(i), tool: None });
             continue;
         }
-        let m = &messages[i];
+        // (a result replaced by a text has its role and ids from its input message)
+        let m = history.ids_of(i);
         match m.role {
             Role::Tool => {
                 let id = m.tool_call_id.as_deref().unwrap_or_default();
@@ -220,6 +221,13 @@ impl Step for TruncateToolResults {
             // them cleared by the rung before, are not opened again
             if fits_by_count(history.counter(), history.tokens(message), self.limit) {
                 continue;
+            }
+            // a result replaced by a text (cleared, or a repeat's reference) not written out:
+            // that text is all it holds, and within a limit of characters by its length
+            if let (Length::Chars(limit), Some(text)) = (self.limit, history.replacing_text(message)) {
+                if text.len() <= limit {
+                    continue;
+                }
             }
             let mut list = Vec::new();
             for &at in sites {

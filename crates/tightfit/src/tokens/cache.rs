@@ -241,19 +241,61 @@ impl CountCache {
     /// made it when it made it too (where its next version was made, or a few after), else
     /// from the table; kept for the next fit in either case.
     pub(crate) fn changed_tokens(&mut self, counter: &ChatCounter, message: &Message) -> usize {
-        // a version no longer made (a result that stopped repeating) is skipped
-        const LOOK_AHEAD: usize = 4;
         self.use_counter(counter);
         let fingerprint = message_fingerprint(message);
+        self.version_tokens(counter, fingerprint, || (message, fingerprint))
+    }
+
+    /// [`changed_tokens`](CountCache::changed_tokens) of the version of input message
+    /// `position` whose whole content is `text` (a tool result replaced), found by a key made
+    /// of the input's fingerprint and the text, so that the version need not be written out:
+    /// `message` writes it, only when this fit's versions do not hold the key (then it is
+    /// counted, or found in the table by its own fingerprint). `None` when the last count of
+    /// a history knew no such message.
+    pub(crate) fn replaced_result_tokens<'m>(
+        &mut self,
+        counter: &ChatCounter,
+        position: usize,
+        text: &str,
+        message: impl FnOnce() -> &'m Message,
+    ) -> Option<usize> {
+        self.use_counter(counter);
+        let input = self.counted(position)?.fingerprint;
+        let mut key = Xxh3::new();
+        // its own domain: never the fingerprint of a message
+        key.update(b"tightfit: a tool result replaced by a text\0");
+        key.update(&input.to_le_bytes());
+        key.update(text.as_bytes());
+        let key = key.digest128();
+        Some(self.version_tokens(counter, key, || {
+            let message = message();
+            (message, message_fingerprint(message))
+        }))
+    }
+
+    /// The tokens of the version known by `key`: where the fit before made it when it made it
+    /// too (where its next version was made, or a few after), else from the table by the
+    /// fingerprint `message` gives with the message; kept under `key` for the next fit.
+    fn version_tokens<'m>(
+        &mut self,
+        counter: &ChatCounter,
+        key: u128,
+        message: impl FnOnce() -> (&'m Message, u128),
+    ) -> usize {
+        // a version no longer made (a result that stopped repeating) is skipped
+        const LOOK_AHEAD: usize = 4;
         let end = self.versions.len().min(self.versions_read + LOOK_AHEAD);
-        let tokens = match (self.versions_read..end).find(|&k| self.versions[k].0 == fingerprint) {
+        let tokens = match (self.versions_read..end).find(|&k| self.versions[k].0 == key) {
             Some(k) => {
                 self.versions_read = k + 1;
                 self.versions[k].1
             }
-            None => self.lookup(counter, message, fingerprint),
+            None => {
+                let (message, fingerprint) = message();
+                self.lookup(counter, message, fingerprint)
+            }
         };
-        self.next_versions.push((fingerprint, tokens));
+        self.next_versions.push((key, tokens));
         tokens
     }
 
