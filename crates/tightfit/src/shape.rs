@@ -50,7 +50,10 @@ impl Shape {
             };
         }
         match message.role {
-            Role::Tool | Role::Function => bits |= Shape::RESULTS | Shape::WHOLE_RESULT,
+            Role::Tool | Role::Function if is_whole_result(message) => {
+                bits |= Shape::RESULTS | Shape::WHOLE_RESULT;
+            }
+            Role::Tool | Role::Function => bits |= Shape::RESULTS,
             Role::Other => {}
             _ if all_blank && message.extra.values().all(is_nothing) => bits |= Shape::SAYS_NOTHING,
             _ => {}
@@ -58,8 +61,9 @@ impl Shape {
         Shape(bits)
     }
 
-    /// The shape of a `tool` or `function` message whose whole content is the text `text`,
-    /// as [`Shape::of`] would work it out (without the message written out).
+    /// The shape of a whole result (see [`is_whole_result`](Shape::is_whole_result)) whose
+    /// content is the text `text`, as [`Shape::of`] would work it out (without the message
+    /// written out).
     pub(crate) fn of_whole_result_text(text: &str) -> Shape {
         let blank = if text.trim_start().is_empty() { Shape::BLANK_TEXT } else { 0 };
         Shape(Shape::RESULTS | Shape::WHOLE_RESULT | blank)
@@ -92,8 +96,10 @@ impl Shape {
         self.0 & Shape::THINKING != 0
     }
 
-    /// Whether the message is itself one tool result (a `tool` or `function` message), not
-    /// a message holding `tool_result` blocks.
+    /// Whether the message is itself one tool result that names its call (a `tool` message
+    /// with its call's id, or a `function` message), not a message holding `tool_result`
+    /// blocks: its one result is its whole content, under the key
+    /// [`result_keys`](crate::calls::result_keys) gives it.
     pub(crate) fn is_whole_result(self) -> bool {
         self.0 & Shape::WHOLE_RESULT != 0
     }
@@ -101,6 +107,16 @@ impl Shape {
     /// [`says_nothing`] of the message.
     pub(crate) fn says_nothing(self) -> bool {
         self.0 & Shape::SAYS_NOTHING != 0
+    }
+}
+
+/// Whether `message` is one tool result that names its call, its whole content (see
+/// [`Shape::is_whole_result`]).
+pub(crate) fn is_whole_result(message: &Message) -> bool {
+    match message.role {
+        Role::Tool => message.tool_call_id.is_some(),
+        Role::Function => true,
+        _ => false,
     }
 }
 
@@ -193,7 +209,7 @@ mod tests {
                         message.parts.iter().any(|p| matches!(p, Part::ToolCall(_)))
                     );
                     assert_eq!(shape.has_results(), message.is_tool_result());
-                    assert_eq!(shape.is_whole_result(), matches!(message.role, Role::Tool | Role::Function));
+                    assert_eq!(shape.is_whole_result(), is_whole_result(message));
                     let thinks = message
                         .parts
                         .iter()

@@ -29,7 +29,29 @@ use xxhash_rust::xxh3::{xxh3_128, Xxh3};
 use crate::calls::result_keys;
 use crate::history_message::HistoryMessage;
 use crate::message::{Message, Part};
+use crate::record::result_id;
 use crate::result_text::text_hash;
+use crate::shape::is_whole_result;
+
+/// What a reference replaced.
+#[derive(Debug, Clone)]
+pub(crate) enum Original<'a> {
+    /// Its parts, borrowed from the input or copied.
+    Parts(Cow<'a, [Part]>),
+    /// The whole content of this input message (the referrer as it came), read only if the
+    /// original is put back.
+    ContentOf(&'a Message),
+}
+
+impl Original<'_> {
+    /// The parts replaced.
+    pub(crate) fn parts(&self) -> &[Part] {
+        match self {
+            Original::Parts(parts) => parts,
+            Original::ContentOf(message) => &message.parts,
+        }
+    }
+}
 
 /// Where a reference is written in the message that makes it, and how it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +60,11 @@ pub(crate) enum Site {
     /// block; the key results name their call with); `template` writes a reference to it,
     /// with `{id}` for the call whose result is the original.
     Result { key: String, template: Arc<str> },
+    /// The whole content of the referrer, itself one result that names its call (see
+    /// [`Shape::is_whole_result`](crate::shape::Shape::is_whole_result)): a repeated `tool`
+    /// message. Its key is the referrer's own, read from it only if the original is put back
+    /// (a long history's repeats are not opened to copy their ids); `template` as above.
+    WholeResult { template: Arc<str> },
     /// One media part, now a text part holding the reference: in the result of call `scope`,
     /// or (`None`) among the message's own parts; `template` has `{kind}` (the media's kind)
     /// and `{at}` (the place of the original).
@@ -67,7 +94,7 @@ pub(crate) struct Reference<'a> {
     /// replaced before any other step touched it): a history of thousands of repeats would
     /// otherwise copy every repeat's content, only to drop the copies unless an original is
     /// lost.
-    pub original: Cow<'a, [Part]>,
+    pub original: Original<'a>,
     /// The input index of the message that holds the original.
     pub target: usize,
     /// What that message must still hold.
@@ -78,6 +105,9 @@ impl Reference<'_> {
     /// Whether `message` (the referrer) still holds the reference as it was written.
     pub(crate) fn still_written_in(&self, message: &Message) -> bool {
         match &self.site {
+            Site::WholeResult { .. } => {
+                whole_parts(message).is_some_and(|parts| is_text(parts, &self.written))
+            }
             Site::Result { key, .. } => {
                 result_parts(message, key).is_some_and(|parts| is_text(parts, &self.written))
             }
@@ -91,10 +121,12 @@ impl Reference<'_> {
     /// long history checks, a repeat `dedupe` replaced and a later step cleared): its one
     /// result is that text, under its input's key.
     pub(crate) fn still_written_in_held(&self, message: &HistoryMessage<'_>) -> bool {
+        let same = |text: &Arc<str>| Arc::ptr_eq(text, &self.written) || **text == *self.written;
         match (&self.site, message.replacing_text(), message.input_with_same_ids()) {
+            // a replaced result is a whole one (it is held so only then)
+            (Site::WholeResult { .. }, Some(text), _) => same(text),
             (Site::Result { key, .. }, Some(text), Some(input)) => {
-                (Arc::ptr_eq(text, &self.written) || **text == *self.written)
-                    && result_keys(input, 0).any(|(k, _)| k.as_str() == key)
+                same(text) && result_keys(input, 0).any(|(k, _)| k.as_str() == key)
             }
             _ => self.still_written_in(message),
         }
@@ -106,9 +138,14 @@ impl Reference<'_> {
         let written = &*self.written;
         let replacement = || match text {
             Some(text) => vec![Part::Text(crate::message::TextPart::new(text))],
-            None => self.original.to_vec(),
+            None => self.original.parts().to_vec(),
         };
         match &self.site {
+            Site::WholeResult { .. } => {
+                if whole_parts(message).is_some() {
+                    message.parts = replacement();
+                }
+            }
             Site::Result { key, .. } => {
                 if let Some(parts) = result_parts_mut(message, key) {
                     *parts = replacement();
@@ -129,6 +166,7 @@ impl Reference<'_> {
     pub(crate) fn render_to(&self, referrer: &Message) -> String {
         match &self.site {
             Site::Result { key, template } => template.replace("{id}", key),
+            Site::WholeResult { template } => template.replace("{id}", result_id(referrer)),
             Site::Media { scope, template, kind } => {
                 let at = match scope {
                     Some(key) => format!("the result of tool call {key}"),
@@ -166,6 +204,11 @@ fn media_parts(message: &Message) -> impl Iterator<Item = &Part> {
         Part::ToolResult(r) => r.parts.iter().collect::<Vec<_>>(),
         p => vec![p],
     })
+}
+
+/// The whole content of `message` when it is one result that names its call.
+fn whole_parts(message: &Message) -> Option<&[Part]> {
+    is_whole_result(message).then_some(message.parts.as_slice())
 }
 
 fn is_text(parts: &[Part], text: &str) -> bool {

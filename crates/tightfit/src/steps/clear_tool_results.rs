@@ -146,7 +146,15 @@ struct ResultSite<'h> {
     unit: usize,
     /// The call it answers: the tool's name, and where the call is (message, part).
     call: Option<(&'h str, usize, usize)>,
-    key: CallKeyRef<'h>,
+    /// The key it names its call by; `None` when not read (a whole tool message's, when no
+    /// call is looked up: its line is written from the message when read).
+    key: Option<CallKeyRef<'h>>,
+}
+
+impl ResultSite<'_> {
+    fn key(&self) -> &str {
+        self.key.map_or("", CallKeyRef::as_str)
+    }
 }
 
 /// The clearing of the results of one message, worked out before the history changes.
@@ -248,7 +256,7 @@ impl ClearToolResults {
             let detail = match &clear[i..i + same] {
                 // most old results, most of which a later step drops: written when read
                 [site] if matches!(site.at, ResultAt::Message(_)) => Detail::Cleared,
-                sites => Detail::Text(cleared_line(sites.iter().map(|s| s.key.as_str()))),
+                sites => Detail::Text(cleared_line(sites.iter().map(ResultSite::key))),
             };
             edits.push(MessageClear { message, detail, sites: i..i + same });
             i += same;
@@ -258,7 +266,7 @@ impl ClearToolResults {
                 .iter()
                 .enumerate()
                 .filter_map(|(k, s)| {
-                    s.call.map(|(_, message, part)| (k, (message, part, s.key.as_str().to_string())))
+                    s.call.map(|(_, message, part)| (k, (message, part, s.key().to_string())))
                 })
                 .collect()
         } else {
@@ -462,10 +470,16 @@ fn result_sites<'h>(history: &'h History<'_>, with_calls: bool) -> Vec<ResultSit
             }
         }
         for i in unit.messages.clone().filter(|&i| history.shape(i).has_results()) {
+            // a whole tool message is one result under its own key: without calls to look
+            // up, the message is not opened here
+            if !with_calls && history.shape(i).is_whole_result() {
+                sites.push(ResultSite { at: ResultAt::Message(i), unit: u, call: None, key: None });
+                continue;
+            }
             // a result replaced before (by `dedupe`) is not written out to read its ids
             for (key, at) in result_keys(history.ids_of(i), i) {
                 let call = if with_calls { calls.get(&key).copied() } else { None };
-                sites.push(ResultSite { at, unit: u, call, key });
+                sites.push(ResultSite { at, unit: u, call, key: Some(key) });
             }
         }
     }

@@ -31,7 +31,7 @@ use super::shared::keep::read_keep;
 use super::{
     ConfigError, KeyDoc, KeyUnit, Step, StepContext, StepError, StepKind, KEEP_NEWEST_USER_TURN, KEEP_SYSTEM,
 };
-use crate::history::references::{media_hash, message_place, Holds, Reference, Site};
+use crate::history::references::{media_hash, message_place, Holds, Original, Reference, Site};
 use crate::history::{History, Keep, Origin};
 use crate::message::{ContentForm, Message, Part, Role, TextPart};
 use crate::params::{FromParams, Params};
@@ -144,19 +144,33 @@ impl Step for Dedupe {
             // the hash of a result counting already took (an unchanged message) is not taken
             // again: its text is not read
             let known = history.input_result_text(i);
-            let mut plan = self.plan_message(
-                history.message(i),
-                input,
-                known,
-                &mut seen,
-                history.counter().text_counter(),
-            );
+            let counter = history.counter().text_counter();
+            // an unchanged tool message whose result's hash is known: opened only if its
+            // result is a first occurrence (a long history's repeats are not read at all)
+            let whole = shape.is_whole_result() && known.is_some();
+            let mut plan = if whole {
+                let mut plan = Vec::new();
+                let read = || {
+                    let message = history.message(i);
+                    (message.parts.as_slice(), result_id(message))
+                };
+                let result = ResultInMessage { input, known, block: None };
+                self.plan_result(&read, result, &mut seen, counter, &mut plan);
+                plan
+            } else {
+                self.plan_message(history.message(i), input, known, &mut seen, counter)
+            };
             if protected || plan.is_empty() {
                 continue;
             }
             let unchanged = history.unchanged_input(i);
-            let references: Vec<Reference<'_>> =
-                plan.iter().map(|r| r.reference(input, history.message(i), unchanged)).collect();
+            let references: Vec<Reference<'_>> = plan
+                .iter()
+                .map(|r| match (whole, unchanged) {
+                    (true, Some(unchanged)) => r.whole_reference(input, unchanged),
+                    _ => r.reference(input, history.message(i), unchanged),
+                })
+                .collect();
             // one replacement (most messages): its line is the message's, moved, not copied
             let detail = match plan.as_mut_slice() {
                 [one] => std::mem::replace(&mut one.detail, Detail::Text(String::new())),
@@ -264,10 +278,10 @@ impl Replacement {
             },
             None => message.tool_call_id.clone().or_else(|| message.name.clone()),
         };
-        let original = match unchanged {
+        let original = Original::Parts(match unchanged {
             Some(input) => Cow::Borrowed(self.target.replaced(input)),
             None => Cow::Owned(self.target.replaced(message).to_vec()),
-        };
+        });
         let site = match (self.target, &self.template) {
             (Target::Content, (template, _)) => {
                 Site::Result { key: result_key(None).unwrap_or_default(), template: Arc::clone(template) }
@@ -286,6 +300,23 @@ impl Replacement {
             site,
             written: Arc::clone(&self.text),
             original,
+            target: self.first.0,
+            holds: self.first.1,
+        }
+    }
+}
+
+impl Replacement {
+    /// [`reference`](Replacement::reference) for the whole content of `message`, the input's
+    /// unchanged tool message at input index `input`, one result that names its call: made
+    /// without reading it (its key and content are read from it only if the original is put
+    /// back).
+    fn whole_reference<'a>(&self, input: usize, message: &'a Message) -> Reference<'a> {
+        Reference {
+            referrer: input,
+            site: Site::WholeResult { template: Arc::clone(&self.template.0) },
+            written: Arc::clone(&self.text),
+            original: Original::ContentOf(message),
             target: self.first.0,
             holds: self.first.1,
         }
@@ -328,8 +359,8 @@ impl Dedupe {
         let mut plan = Vec::new();
         let result = ResultInMessage { input, known, block: None };
         if matches!(message.role, Role::Tool | Role::Function) {
-            let id = result_id(message);
-            self.plan_result(&message.parts, id, result, seen, counter, &mut plan);
+            let read = || (message.parts.as_slice(), result_id(message));
+            self.plan_result(&read, result, seen, counter, &mut plan);
             return plan;
         }
         // named only when a first media part needs it: naming copies the message's text
@@ -339,7 +370,8 @@ impl Dedupe {
                 Part::ToolResult(r) => {
                     // a known hash is of the message's only result block: this one
                     let result = ResultInMessage { block: Some(p), ..result };
-                    self.plan_result(&r.parts, &r.tool_use_id, result, seen, counter, &mut plan)
+                    let read = || (r.parts.as_slice(), r.tool_use_id.as_str());
+                    self.plan_result(&read, result, seen, counter, &mut plan)
                 }
                 part => self.plan_media(part, Target::Part(None, p), &at, input, seen, &mut plan),
             }
@@ -348,17 +380,19 @@ impl Dedupe {
     }
 
     /// A result's content: a repeat as a whole when it is all text, else its media one by one.
-    fn plan_result(
+    /// `read` gives its parts and its call's id, read only when needed: for a result whose
+    /// hash is not `known`, a first occurrence, a `min_tokens` check, a block's line.
+    fn plan_result<'m>(
         &self,
-        parts: &[Part],
-        id: &str,
+        read: &dyn Fn() -> (&'m [Part], &'m str),
         result: ResultInMessage,
         seen: &mut Seen,
         counter: &dyn TokenCounter,
         plan: &mut Vec<Replacement>,
     ) {
         let ResultInMessage { input, known, block } = result;
-        let Some(ResultText { hash, len }) = known.or_else(|| result_text(parts)) else {
+        let Some(ResultText { hash, len }) = known.or_else(|| result_text(read().0)) else {
+            let (parts, id) = read();
             let at = || format!("the result of tool call {id}");
             for (p, part) in parts.iter().enumerate() {
                 self.plan_media(part, Target::Part(block, p), &at, input, seen, plan);
@@ -368,7 +402,7 @@ impl Dedupe {
         let first = match seen.results.entry(hash) {
             std::collections::hash_map::Entry::Vacant(slot) => {
                 slot.insert(FirstResult {
-                    id: Arc::from(id),
+                    id: Arc::from(read().1),
                     big_enough: None,
                     reference: None,
                     message: input,
@@ -381,7 +415,7 @@ impl Dedupe {
         // read only then (its hash and length are known from counting when it is unchanged)
         let big_enough = *first.big_enough.get_or_insert_with(|| {
             self.min_tokens == 0
-                || counter.count_till_limit_again(&joined_text(parts), self.min_tokens - 1).is_none()
+                || counter.count_till_limit_again(&joined_text(read().0), self.min_tokens - 1).is_none()
         });
         let reference =
             first.reference.get_or_insert_with(|| Arc::from(self.placeholder.replace("{id}", &first.id)));
@@ -391,7 +425,7 @@ impl Dedupe {
             // the line of a whole tool message names the message's own id: written when read
             let detail = match block {
                 None => Detail::RepeatOf(Arc::clone(&first.id)),
-                Some(_) => Detail::Text(repeat_line(id, &first.id)),
+                Some(_) => Detail::Text(repeat_line(read().1, &first.id)),
             };
             let message = first.message;
             first_room(plan);
