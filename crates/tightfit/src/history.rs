@@ -210,6 +210,18 @@ impl<'a> History<'a> {
         self.cache.counted(input)?.result()
     }
 
+    /// Whether the content of the unchanged input message at `index`, one whole tool result
+    /// all text, has more than `limit` tokens by the text counter, as counting it found
+    /// (without reading it again); `None` where that is not known (a changed message, one
+    /// counted from the table, a count too big to say).
+    pub(crate) fn input_result_exceeds(&self, index: usize, limit: usize) -> Option<bool> {
+        let Origin::Input(input) = self.meta[index].origin else { return None };
+        self.messages[index].as_input()?;
+        let tokens = self.cache.counted(input)?.whole_result_tokens()?;
+        // the largest count kept means "at least that many"
+        (tokens < usize::from(u16::MAX - 1) || limit < tokens).then_some(tokens > limit)
+    }
+
     /// Where the message at `index` came from.
     pub fn origin(&self, index: usize) -> Origin {
         self.meta[index].origin
@@ -246,9 +258,23 @@ impl<'a> History<'a> {
     /// The first message whose result hash and length, as counting remembered them, are not
     /// its own; a check for debug builds, of a history no step has changed yet.
     pub(crate) fn stale_result_text(&self) -> Option<usize> {
+        let text_counter = self.counter.text_counter();
         (0..self.len()).find(|&i| {
-            self.input_result_text(i)
-                .is_some_and(|known| one_result(&self.messages[i]).and_then(result_text) != Some(known))
+            let message = &self.messages[i];
+            let stale_text = self
+                .input_result_text(i)
+                .is_some_and(|known| one_result(message).and_then(result_text) != Some(known));
+            let Origin::Input(input) = self.meta[i].origin else { return stale_text };
+            let tokens = self.cache.counted(input).and_then(|c| c.whole_result_tokens());
+            // known only for all text: any other part would make the count differ
+            let counted = || {
+                let texts = message.parts.iter().map(|p| match p {
+                    Part::Text(t) => text_counter.count(&t.text),
+                    _ => usize::MAX,
+                });
+                texts.fold(0, usize::saturating_add).min(usize::from(u16::MAX - 1))
+            };
+            stale_text || tokens.is_some_and(|t| t != counted())
         })
     }
 

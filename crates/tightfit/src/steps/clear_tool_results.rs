@@ -235,16 +235,21 @@ impl ClearToolResults {
             .iter()
             .filter(|s| s.unit < first_kept_unit && !history.is_pinned(s.at.message()))
             .filter(|s| !s.call.is_some_and(|(name, _, _)| self.exclude_tools.iter().any(|t| t == name)))
-            .filter(|s| match (s.at, history.replacing_text(s.at.message())) {
-                // a result replaced before, by a text: read without writing it out, and
-                // weighed once per text (the repeats of one result share their reference)
-                (ResultAt::Message(_), Some(text)) => *weighed
-                    .entry(Arc::as_ptr(text).cast::<u8>())
-                    .or_insert_with(|| text_exceeds(text, threshold, counter)),
-                _ => {
-                    s.at.parts(history.message(s.at.message()))
-                        .is_some_and(|parts| exceeds(parts, threshold, counter))
+            .filter(|s| {
+                let at = s.at.message();
+                if let ResultAt::Message(_) = s.at {
+                    // a result replaced before, by a text: read without writing it out, and
+                    // weighed once per text (the repeats of one result share their reference)
+                    if let Some(text) = history.replacing_text(at) {
+                        let ptr = Arc::as_ptr(text).cast::<u8>();
+                        return *weighed.entry(ptr).or_insert_with(|| text_exceeds(text, threshold, counter));
+                    }
+                    // an unchanged one: weighed by the count counting kept, unread
+                    if let Some(known) = history.input_result_exceeds(at, threshold) {
+                        return known;
+                    }
                 }
+                s.at.parts(history.message(at)).is_some_and(|parts| exceeds(parts, threshold, counter))
             })
             .copied()
             .collect();

@@ -104,6 +104,13 @@ pub(crate) struct Counted {
     /// the entry stays 48 bytes), so that `dedupe` weighs a repeat against its reference
     /// without opening it.
     pub(crate) result_len: u32,
+    /// The tokens of its content by the text counter, when it is one whole result that names
+    /// its call (see [`Shape::is_whole_result`]) and all text, and counting tokenized it
+    /// (capped at `u16::MAX - 1`); `u16::MAX` when not known. Why: `clear_tool_results`
+    /// weighs every old result against its placeholder on every fit, and reading an
+    /// unchanged one to count it again is a trip to memory per result in a long history.
+    /// In the entry's padding: it stays 48 bytes.
+    pub(crate) result_tokens: u16,
 }
 
 impl Counted {
@@ -113,15 +120,27 @@ impl Counted {
             .then_some(ResultText { hash: self.result_text, len: self.result_len as usize })
     }
 
-    /// What counting `message`, with these fingerprint and tokens, learns of it: its shape
+    /// The tokens of its content, when it is a whole result and they are known (see
+    /// [`Counted::result_tokens`]): exact up to `u16::MAX - 2`, "at least" above.
+    pub(crate) fn whole_result_tokens(&self) -> Option<usize> {
+        (self.result_tokens != u16::MAX).then_some(usize::from(self.result_tokens))
+    }
+
+    /// What counting `message`, with these fingerprint and tokens (and `texts`, the tokens
+    /// of its content when all text, if counting just tokenized it), learns of it: its shape
     /// and its result's text hash, from one more pass over its parts.
-    fn of(message: &Message, fingerprint: u128, tokens: usize) -> Counted {
+    fn of(message: &Message, fingerprint: u128, (tokens, texts): (usize, Option<usize>)) -> Counted {
         // a text too long for the room is not remembered (hashed again when read)
         let text = one_result(message)
             .and_then(result_text)
             .and_then(|t| Some((t.hash, u32::try_from(t.len).ok()?)));
         let (result_text, result_len) = text.unwrap_or((0, 0));
-        Counted { fingerprint, tokens, shape: Shape::of(message), result_text, result_len }
+        let shape = Shape::of(message);
+        let result_tokens = match texts {
+            Some(n) if shape.is_whole_result() => n.min(usize::from(u16::MAX - 1)) as u16,
+            _ => u16::MAX,
+        };
+        Counted { fingerprint, tokens, shape, result_text, result_len, result_tokens }
     }
 }
 
@@ -301,6 +320,24 @@ impl CountCache {
 
     /// The tokens of `message` from the table, or counted and remembered (the counter is
     /// the cache's own).
+    /// [`lookup`](CountCache::lookup), with the tokens of the message's content when all
+    /// text, if it was counted here (not known for one found in the table).
+    fn lookup_learning(
+        &mut self,
+        counter: &ChatCounter,
+        message: &Message,
+        fingerprint: u128,
+    ) -> (usize, Option<usize>) {
+        match self.counts.entry(fingerprint) {
+            std::collections::hash_map::Entry::Occupied(found) => (*found.get(), None),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let (tokens, texts) = counter.message_and_text_tokens(message);
+                slot.insert(tokens);
+                (tokens, texts)
+            }
+        }
+    }
+
     fn lookup(&mut self, counter: &ChatCounter, message: &Message, fingerprint: u128) -> usize {
         *self.counts.entry(fingerprint).or_insert_with(|| counter.message_tokens(message))
     }
@@ -340,7 +377,7 @@ impl CountCache {
                 Some(&counted) if counted.fingerprint == fingerprint => counted,
                 _ => {
                     unchanged.get_or_insert(i);
-                    Counted::of(message, fingerprint, self.lookup(counter, message, fingerprint))
+                    Counted::of(message, fingerprint, self.lookup_learning(counter, message, fingerprint))
                 }
             };
             history.push(entry);

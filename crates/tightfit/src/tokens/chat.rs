@@ -267,6 +267,14 @@ impl ChatCounter {
 
     /// Tokens of one message, framing included.
     pub fn message_tokens(&self, message: &Message) -> usize {
+        self.message_and_text_tokens(message).0
+    }
+
+    /// [`message_tokens`](ChatCounter::message_tokens), and the tokens of its content by
+    /// the text counter (unscaled) when its content is all text parts: in the same pass, for
+    /// the count cache to remember with a tool message (`clear_tool_results` then weighs an
+    /// unchanged result without reading it).
+    pub(crate) fn message_and_text_tokens(&self, message: &Message) -> (usize, Option<usize>) {
         let role = match message.role {
             Role::Other => self.counter.count(message.role_name()),
             role => self.role_tokens[role_index(role)],
@@ -276,7 +284,15 @@ impl ChatCounter {
         if let (Some(name), Some(per_name)) = (&message.name, self.template.per_name) {
             total += per_name + self.counter.count(name);
         }
-        self.scaled(total + self.parts_tokens(&message.parts))
+        let mut texts = Some(0);
+        let mut parts = 0;
+        for part in &message.parts {
+            let tokens = self.part_tokens(part);
+            parts += tokens;
+            texts = texts.filter(|_| matches!(part, Part::Text(_))).map(|sum| sum + tokens);
+        }
+        let texts = texts.filter(|_| !message.parts.is_empty());
+        (self.scaled(total + parts), texts)
     }
 
     fn parts_tokens(&self, parts: &[Part]) -> usize {
