@@ -24,15 +24,16 @@ pub struct HistoryMessage<'a>(Holding<'a>);
 enum Holding<'a> {
     /// The input's message, as it came.
     Input(&'a Message),
-    /// The input's tool message with its whole content replaced by one text.
+    /// The input's tool result with its whole content replaced by one text.
     Replaced(Box<ReplacedResult<'a>>),
     /// A message a step changed (or wrote).
     Changed(Box<Message>),
 }
 
-/// An input `tool` or `function` message whose whole content a step replaced by `text` (a
-/// repeat's reference to its first copy, a cleared result), written out as a [`Message`]
-/// only when something reads it.
+/// An input message that is one tool result naming its call (a `tool` message with its
+/// call's id, a `function` message) whose whole content a step replaced by `text` (a repeat's
+/// reference to its first copy, a cleared result), written out as a [`Message`] only when
+/// something reads it.
 ///
 /// Why: a long agent history's old results are mostly replaced (`dedupe`, then
 /// `clear_tool_results`) and then mostly dropped (`middle_out`). Written out at once, each
@@ -77,8 +78,8 @@ impl<'a> HistoryMessage<'a> {
         HistoryMessage(Holding::Input(message))
     }
 
-    /// The input's tool message `input` with its whole content replaced by `text`, written
-    /// out when read (see [`ReplacedResult`]).
+    /// The input's tool result `input` (one that names its call) with its whole content
+    /// replaced by `text`, written out when read (see [`ReplacedResult`]).
     pub(crate) fn replaced(input: &'a Message, text: Arc<str>) -> HistoryMessage<'a> {
         HistoryMessage(Holding::Replaced(Box::new(ReplacedResult { input, text, written: OnceLock::new() })))
     }
