@@ -610,11 +610,12 @@ impl<'a> History<'a> {
 
     /// Replaces the whole content of the tool result at `index` (a `tool` or `function`
     /// message) by the one text `text`, like [`replace_parts`](History::replace_parts) with
-    /// that text, recording `detail`. An input message, or one only replaced so before, is
-    /// not copied: the history holds the input message and the text, and writes the new
-    /// message out only when it is read (see [`HistoryMessage`]); its count is found by the
-    /// input's fingerprint and the text. Any other message is changed as `replace_parts`
-    /// does. Returns the tokens saved.
+    /// that text, recording `detail`. An input message that is one result naming its call
+    /// ([`Shape::is_whole_result`]), or one only replaced so before, is not copied: the
+    /// history holds the input message and the text, and writes the new message out only
+    /// when it is read (see [`HistoryMessage`]); its count is found by the input's
+    /// fingerprint and the text. Any other message is changed as `replace_parts` does.
+    /// Returns the tokens saved.
     pub(crate) fn replace_result_text_noting(
         &mut self,
         index: usize,

@@ -136,8 +136,9 @@ fn tool_results<'h>(history: &'h History<'_>, named: bool) -> Vec<ResultRef<'h>>
     let name_of = |id: &str| call_names.get(id).copied();
     let mut results = Vec::new();
     for i in with(Shape::has_results) {
-        // a tool message is one result: without a tool to exclude, its name is not needed,
-        // and the message is not opened (it is, below, only if its result may be cut)
+        // a tool message naming its call is one result: without a tool to exclude, its name
+        // is not needed, and the message is not opened (it is, below, only if its result may
+        // be cut)
         if !named && history.shape(i).is_whole_result() {
             results.push(ResultRef { at: ResultAt::Message(i), tool: None });
             continue;
