@@ -580,15 +580,7 @@ impl<'a> History<'a> {
     ) -> isize {
         match self.messages[index].as_input() {
             Some(message) => {
-                let replacement = Message {
-                    role: message.role,
-                    parts,
-                    name: message.name.clone(),
-                    tool_call_id: message.tool_call_id.clone(),
-                    content_form: form,
-                    extra: message.extra.clone(),
-                };
-                self.messages[index] = HistoryMessage::changed(replacement);
+                self.messages[index] = HistoryMessage::changed(message.with_content(parts, form));
             }
             None => {
                 // already the history's own copy: changed where it is

@@ -53,14 +53,7 @@ impl ReplacedResult<'_> {
     /// The input message with its content `text`, as a step that changed it in place would
     /// have written it.
     fn write(&self) -> Message {
-        Message {
-            role: self.input.role,
-            parts: vec![Part::Text(TextPart::new(&*self.text))],
-            name: self.input.name.clone(),
-            tool_call_id: self.input.tool_call_id.clone(),
-            content_form: ContentForm::Text,
-            extra: self.input.extra.clone(),
-        }
+        self.input.with_content(vec![Part::Text(TextPart::new(&*self.text))], ContentForm::Text)
     }
 
     fn message(&self) -> &Message {

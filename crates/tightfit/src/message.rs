@@ -108,6 +108,20 @@ pub struct Message {
 }
 
 impl Message {
+    /// This message with its whole content `parts` written in `form`: its role, name, call
+    /// id and fields copied, its old content not (a step replacing a 100 kB tool result
+    /// copies its ids, not its text).
+    pub(crate) fn with_content(&self, parts: Vec<Part>, form: ContentForm) -> Message {
+        Message {
+            role: self.role,
+            parts,
+            name: self.name.clone(),
+            tool_call_id: self.tool_call_id.clone(),
+            content_form: form,
+            extra: self.extra.clone(),
+        }
+    }
+
     /// A message with plain text content.
     pub fn text(role: Role, text: impl Into<String>) -> Message {
         Message {
