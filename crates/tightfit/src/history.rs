@@ -540,11 +540,25 @@ impl<'a> History<'a> {
             Origin::Input(_) => self.cache.changed_tokens(&self.counter, &self.messages[index]),
             Origin::Inserted => self.cache.message_tokens(&self.counter, &self.messages[index]),
         };
+        let shape = Shape::of(&self.messages[index]);
+        self.record_change(index, tokens, shape, kind, detail)
+    }
+
+    /// Records a change of the message at `index`, which now has `tokens` and `shape`, under
+    /// the running step; returns the tokens saved.
+    fn record_change(
+        &mut self,
+        index: usize,
+        tokens: usize,
+        shape: Shape,
+        kind: ChangeKind,
+        detail: Detail,
+    ) -> isize {
         let meta = &mut self.meta[index];
         let saved = meta.tokens as isize - tokens as isize;
         self.message_tokens = self.message_tokens + tokens - meta.tokens;
         meta.tokens = tokens;
-        meta.shape = Shape::of(&self.messages[index]);
+        meta.shape = shape;
         // most changed messages change once: room for one, not the four a push from empty
         // reserves (a change is 48 bytes, and a long history has thousands of them)
         if meta.changes.capacity() == 0 {
@@ -615,13 +629,14 @@ impl<'a> History<'a> {
         detail: Detail,
         text: Arc<str>,
     ) -> isize {
+        // held only with the input's fingerprint to key its count by (always, once counted)
         let held = match (self.meta[index].origin, self.messages[index].input_with_same_ids()) {
             (Origin::Input(position), Some(input)) if self.meta[index].shape.is_whole_result() => {
-                Some((position, input))
+                self.cache.counted(position).map(|counted| (counted.fingerprint, input))
             }
             _ => None,
         };
-        let Some((position, input)) = held else {
+        let Some((fingerprint, input)) = held else {
             let parts = vec![Part::Text(crate::message::TextPart::new(&*text))];
             return self.replace_parts_noting(index, kind, detail, parts, ContentForm::Text);
         };
@@ -630,30 +645,9 @@ impl<'a> History<'a> {
             self.messages[index] = HistoryMessage::replaced(input, Arc::clone(&text));
         }
         let message = &self.messages[index];
-        let Some(tokens) = self.cache.replaced_result_tokens(&self.counter, position, &text, || message)
-        else {
-            // no count of this history to key it by (not met: the history counts its input)
-            return self.recount_and_mend(index, kind, detail);
-        };
-        let meta = &mut self.meta[index];
-        let saved = meta.tokens as isize - tokens as isize;
-        self.message_tokens = self.message_tokens + tokens - meta.tokens;
-        meta.tokens = tokens;
-        meta.shape = shape;
-        if meta.changes.capacity() == 0 {
-            meta.changes.reserve_exact(1);
-        }
-        meta.changes.push(Change { step: Arc::clone(&self.step), kind, detail });
+        let tokens = self.cache.replaced_result_tokens(&self.counter, fingerprint, &text, || message);
+        let saved = self.record_change(index, tokens, shape, kind, detail);
         // units read a result message's role and ids, never its content
-        self.changed_within_units();
-        self.mend_edited(index);
-        saved
-    }
-
-    /// Counts the message at `index` again after it was changed in place, records the change,
-    /// and mends the references to it; returns the tokens saved.
-    fn recount_and_mend(&mut self, index: usize, kind: ChangeKind, detail: Detail) -> isize {
-        let saved = self.recount(index, kind, detail);
         self.changed_within_units();
         self.mend_edited(index);
         saved

@@ -265,31 +265,29 @@ impl CountCache {
         self.version_tokens(counter, fingerprint, || (message, fingerprint))
     }
 
-    /// [`changed_tokens`](CountCache::changed_tokens) of the version of input message
-    /// `position` whose whole content is `text` (a tool result replaced), found by a key made
-    /// of the input's fingerprint and the text, so that the version need not be written out:
-    /// `message` writes it, only when this fit's versions do not hold the key (then it is
-    /// counted, or found in the table by its own fingerprint). `None` when the last count of
-    /// a history knew no such message.
+    /// [`changed_tokens`](CountCache::changed_tokens) of the version of the input message
+    /// with fingerprint `input` whose whole content is `text` (a tool result replaced), found
+    /// by a key made of the two, so that the version need not be written out: `message`
+    /// writes it, only when this fit's versions do not hold the key (then it is counted, or
+    /// found in the table by its own fingerprint).
     pub(crate) fn replaced_result_tokens<'m>(
         &mut self,
         counter: &ChatCounter,
-        position: usize,
+        input: u128,
         text: &str,
         message: impl FnOnce() -> &'m Message,
-    ) -> Option<usize> {
+    ) -> usize {
         self.use_counter(counter);
-        let input = self.counted(position)?.fingerprint;
         let mut key = Xxh3::new();
         // its own domain: never the fingerprint of a message
         key.update(b"tightfit: a tool result replaced by a text\0");
         key.update(&input.to_le_bytes());
         key.update(text.as_bytes());
         let key = key.digest128();
-        Some(self.version_tokens(counter, key, || {
+        self.version_tokens(counter, key, || {
             let message = message();
             (message, message_fingerprint(message))
-        }))
+        })
     }
 
     /// The tokens of the version known by `key`: where the fit before made it when it made it
